@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Debian test kernels for the QEMU suite.
+#
+#   kernels.sh fetch SERIES   resolve, download and unpack the kernel of SERIES
+#   kernels.sh abi SERIES     print the cached ABI of SERIES (e.g. 6.1.0-57-amd64)
+#
+# SERIES is 6.1 or 6.12. The image package is unpacked (not installed) into
+# $CACHE/kernels/<abi>/ and depmod'ed there; the matching headers package is
+# installed on the host. $CACHE/kernels/<series>.abi records the mapping, so
+# later runs need no network and return at once.
+
+set -euo pipefail
+
+CACHE=${CACHE:-/var/cache/ipoib-ng}
+KCACHE=$CACHE/kernels
+
+die() { echo "kernels.sh: $*" >&2; exit 1; }
+
+metapackage() {
+	case $1 in
+	6.1) echo linux-image-amd64 ;;
+	6.12) echo linux-image-6.12-amd64 ;;
+	*) die "unknown kernel series '$1' (want 6.1 or 6.12)" ;;
+	esac
+}
+
+pkg_installed() {
+	[[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null) == installed ]]
+}
+
+resolve_abi() {
+	local meta abi
+
+	meta=$(metapackage "$1")
+	abi=$(apt-cache depends "$meta" 2>/dev/null |
+	      sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+	if [[ -z $abi ]]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		abi=$(apt-cache depends "$meta" |
+		      sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+	fi
+	[[ -n $abi ]] || die "cannot resolve the ABI of $meta"
+	echo "$abi"
+}
+
+fetch() {
+	local series=$1 abi dir tmp
+
+	metapackage "$series" >/dev/null
+	if [[ -s $KCACHE/$series.abi ]]; then
+		abi=$(<"$KCACHE/$series.abi")
+		dir=$KCACHE/$abi
+		if [[ -e $dir/.done && -d /usr/src/linux-headers-$abi ]]; then
+			return 0
+		fi
+	fi
+
+	abi=$(resolve_abi "$series")
+	dir=$KCACHE/$abi
+
+	if ! pkg_installed "linux-headers-$abi"; then
+		echo "kernels: installing linux-headers-$abi"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends "linux-headers-$abi" >/dev/null
+	fi
+
+	if [[ ! -e $dir/.done ]]; then
+		echo "kernels: fetching linux-image-$abi"
+		rm -rf "$dir"
+		mkdir -p "$KCACHE"
+		tmp=$(mktemp -d "$KCACHE/.fetch.XXXXXX")
+		chown _apt "$tmp" 2>/dev/null || true  # apt downloads as _apt
+		(cd "$tmp" && apt-get download -qq "linux-image-$abi")
+		mkdir -p "$dir"
+		dpkg -x "$tmp"/linux-image-"$abi"_*.deb "$dir"
+		rm -rf "$tmp"
+		[[ -e $dir/boot/vmlinuz-$abi ]] || die "no vmlinuz in linux-image-$abi"
+		depmod -b "$dir" "$abi"
+		touch "$dir/.done"
+	fi
+
+	echo "$abi" >"$KCACHE/$series.abi.tmp"
+	mv "$KCACHE/$series.abi.tmp" "$KCACHE/$series.abi"
+	echo "kernels: $series -> $abi"
+}
+
+abi() {
+	metapackage "$1" >/dev/null
+	[[ -s $KCACHE/$1.abi ]] || die "series $1 not fetched; run: kernels.sh fetch $1"
+	cat "$KCACHE/$1.abi"
+}
+
+case ${1:-} in
+fetch) [[ $# -eq 2 ]] || die "usage: kernels.sh fetch SERIES"; fetch "$2" ;;
+abi) [[ $# -eq 2 ]] || die "usage: kernels.sh abi SERIES"; abi "$2" ;;
+*) die "usage: kernels.sh fetch|abi SERIES" ;;
+esac
