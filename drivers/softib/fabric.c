@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * softib: the in-kernel fabric. Every port of the device hangs off one
+ * switch; a QP's send engine (a work item) moves each send WQE to its
+ * destination(s) by DLID and QPN, applying the checks a real receiving
+ * port applies (port state, partition, Q_Key), and completes both sides.
+ *
+ * Lock order: sender sq.lock -> receiver rq.lock -> (srq rq.lock) -> cq.lock.
+ * The sender holds no lock of its own while it delivers; every delivery
+ * runs inside one RCU read-side section, which is what destroy_qp waits
+ * for before it frees a QP.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/sched.h>
+#include <rdma/ib_pack.h>
+
+#include "softib.h"
+
+/* A packet in flight: the sender's WQE plus what the wire would carry. */
+struct softib_pkt {
+	struct softib_qp *src;
+	struct softib_port *sport;
+	const struct softib_swqe *wqe;
+	u16 slid;
+	u16 pkey;
+	u32 qkey;
+	bool mcast;
+};
+
+void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited)
+{
+	struct softib_dev *sdev = to_sdev(cq->ibcq.device);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->count == cq->size) {
+		/* overrun: hardware reports a CQ error and loses the entry */
+		if (!cq->overflow) {
+			cq->overflow = true;
+			queue_work(sdev->wq, &cq->err_work);
+		}
+		goto out_unlock;
+	}
+	cq->ring[cq->head] = *wc;
+	cq->head = (cq->head + 1) % cq->size;
+	cq->count++;
+	if (cq->notify == IB_CQ_NEXT_COMP ||
+	    (cq->notify == IB_CQ_SOLICITED && solicited)) {
+		cq->notify = 0;
+		queue_work(sdev->wq, &cq->comp_work);
+	}
+out_unlock:
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+static void softib_drop(struct softib_port *port, enum softib_drop why)
+{
+	atomic64_inc(&port->cnt.drops[why]);
+}
+
+/* Complete every receive WQE of a QP (not its SRQ) with WR_FLUSH_ERR. */
+void softib_flush_rq(struct softib_qp *qp)
+{
+	struct softib_wq *rq = &qp->rq;
+	struct ib_wc wc = {
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp = &qp->ibqp,
+	};
+	unsigned long flags;
+
+	spin_lock_irqsave(&rq->lock, flags);
+	while (softib_wq_used(rq)) {
+		struct softib_rwqe *rwqe = softib_wq_entry(rq, rq->tail);
+
+		wc.wr_id = rwqe->wr_id;
+		rq->tail++;
+		softib_cq_add(qp->rcq, &wc, true);
+	}
+	spin_unlock_irqrestore(&rq->lock, flags);
+}
+
+static void *softib_sge_va(const struct ib_sge *sge)
+{
+	return (void *)(uintptr_t)sge->addr;
+}
+
+/*
+ * Copy "len" bytes from a gather list into a scatter list starting "off"
+ * bytes into the scatter list. Both lists hold kernel virtual addresses.
+ */
+static void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
+			   const struct ib_sge *src, u32 nsrc, u32 len)
+{
+	u32 di = 0, si = 0, soff = 0;
+
+	while (di < ndst && off >= dst[di].length)
+		off -= dst[di++].length;
+	while (len && di < ndst && si < nsrc) {
+		u32 n = min3(dst[di].length - off, src[si].length - soff, len);
+
+		memcpy(softib_sge_va(&dst[di]) + off,
+		       softib_sge_va(&src[si]) + soff, n);
+		len -= n;
+		off += n;
+		soff += n;
+		if (off == dst[di].length) {
+			di++;
+			off = 0;
+		}
+		if (soff == src[si].length) {
+			si++;
+			soff = 0;
+		}
+	}
+}
+
+static void softib_write_grh(const struct softib_pkt *pkt,
+			     const struct ib_sge *dst, u32 ndst)
+{
+	const struct softib_av *av = &pkt->wqe->av;
+	struct ib_grh grh = {};
+	struct ib_sge src = {
+		.addr = (uintptr_t)&grh,
+		.length = sizeof(grh),
+	};
+
+	grh.version_tclass_flow = cpu_to_be32((6 << 28) |
+					      (av->traffic_class << 20) |
+					      (av->flow_label & 0xfffff));
+	grh.paylen = cpu_to_be16(pkt->wqe->length + IB_BTH_BYTES +
+				 IB_DETH_BYTES + 4 /* ICRC */);
+	grh.next_hdr = SOFTIB_GRH_NEXT_HDR;
+	grh.hop_limit = av->hop_limit;
+	grh.sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+	grh.sgid.global.interface_id = softib_port_guid(pkt->sport->num);
+	grh.dgid = av->dgid;
+	softib_copy_sg(dst, ndst, 0, &src, 1, sizeof(grh));
+}
+
+/* Index of a matching P_Key in the receiving port's table, or -1. */
+static int softib_pkey_match(struct softib_port *port, u16 pkt_pkey,
+			     int only_index)
+{
+	int i;
+
+	for (i = 0; i < SOFTIB_PKEY_TBL_LEN; i++) {
+		u16 p = READ_ONCE(port->pkeys[i]);
+
+		if (only_index >= 0 && i != only_index)
+			continue;
+		if (!(p & 0x7fff) || (p & 0x7fff) != (pkt_pkey & 0x7fff))
+			continue;
+		/* limited members do not talk to limited members */
+		if ((p & 0x8000) || (pkt_pkey & 0x8000))
+			return i;
+	}
+	return -1;
+}
+
+/* The receive queue was consumed: fire the SRQ limit event if armed. */
+static void softib_srq_check_limit(struct softib_srq *srq)
+{
+	lockdep_assert_held(&srq->rq.lock);
+	if (srq->limit && softib_wq_used(&srq->rq) < srq->limit) {
+		/* the limit event is one-shot until re-armed */
+		srq->limit = 0;
+		queue_work(to_sdev(srq->ibsrq.device)->wq, &srq->limit_work);
+	}
+}
+
+/*
+ * Deliver one datagram into one receiving QP, as its port would: check the
+ * partition and Q_Key, consume a receive WQE, write GRH space + payload,
+ * complete. Called under rcu_read_lock().
+ */
+static void softib_deliver_ud(const struct softib_pkt *pkt,
+			      struct softib_qp *dqp)
+{
+	struct softib_port *dport = softib_port(dqp->sdev, dqp->port_num);
+	const struct softib_swqe *wqe = pkt->wqe;
+	struct softib_rwqe *rwqe;
+	struct softib_wq *rq;
+	struct ib_wc wc = {};
+	unsigned long flags;
+	u32 space = 0;
+	int pkey_index;
+	u32 i;
+
+	if (READ_ONCE(dport->state) != IB_PORT_ACTIVE) {
+		softib_drop(dport, SOFTIB_DROP_PORT_DOWN);
+		return;
+	}
+	switch (dqp->ibqp.qp_type) {
+	case IB_QPT_SMI:
+		pkey_index = 0;
+		break;
+	case IB_QPT_GSI:
+		pkey_index = softib_pkey_match(dport, pkt->pkey, -1);
+		break;
+	default:
+		pkey_index = softib_pkey_match(dport, pkt->pkey,
+					       READ_ONCE(dqp->pkey_index));
+		break;
+	}
+	if (pkey_index < 0) {
+		softib_drop(dport, SOFTIB_DROP_PKEY);
+		return;
+	}
+	if (dqp->ibqp.qp_type != IB_QPT_SMI &&
+	    pkt->qkey != READ_ONCE(dqp->qkey)) {
+		softib_drop(dport, SOFTIB_DROP_QKEY);
+		return;
+	}
+
+	/*
+	 * The receive WQE is consumed only after the data is in place, with
+	 * the queue's lock held throughout, so a poster cannot reuse its slot.
+	 */
+	spin_lock_irqsave(&dqp->rq.lock, flags);
+	if (!softib_qp_can_recv(dqp->state)) {
+		spin_unlock_irqrestore(&dqp->rq.lock, flags);
+		softib_drop(dport, SOFTIB_DROP_NO_QP);
+		return;
+	}
+	rq = &dqp->rq;
+	if (dqp->srq) {
+		rq = &dqp->srq->rq;
+		spin_lock(&rq->lock);
+	}
+	if (!softib_wq_used(rq)) {
+		/* UD has no RNR: the datagram is simply lost */
+		if (dqp->srq)
+			spin_unlock(&rq->lock);
+		spin_unlock_irqrestore(&dqp->rq.lock, flags);
+		softib_drop(dport, SOFTIB_DROP_NO_RWQE);
+		return;
+	}
+	rwqe = softib_wq_entry(rq, rq->tail);
+
+	for (i = 0; i < rwqe->num_sge; i++)
+		space += rwqe->sge[i].length;
+	wc.wr_id = rwqe->wr_id;
+	wc.qp = &dqp->ibqp;
+	wc.opcode = IB_WC_RECV;
+	if (space < IB_GRH_BYTES + wqe->length) {
+		wc.status = IB_WC_LOC_LEN_ERR;
+		softib_drop(dport, SOFTIB_DROP_TOO_LONG);
+	} else {
+		/* the first 40 bytes are GRH space whether or not a GRH came */
+		if (pkt->mcast || wqe->av.grh) {
+			softib_write_grh(pkt, rwqe->sge, rwqe->num_sge);
+			wc.wc_flags |= IB_WC_GRH;
+		}
+		softib_copy_sg(rwqe->sge, rwqe->num_sge, IB_GRH_BYTES,
+			       wqe->sge, wqe->num_sge, wqe->length);
+		wc.status = IB_WC_SUCCESS;
+		wc.byte_len = IB_GRH_BYTES + wqe->length;
+		wc.src_qp = pkt->src->ibqp.qp_num;
+		wc.slid = pkt->slid;
+		wc.sl = wqe->av.sl;
+		wc.port_num = dport->num;
+		wc.pkey_index = pkey_index;
+		if (wqe->opcode == IB_WR_SEND_WITH_IMM) {
+			wc.wc_flags |= IB_WC_WITH_IMM;
+			wc.ex.imm_data = wqe->imm;
+		}
+		atomic64_inc(&dport->cnt.rcv_packets);
+		atomic64_add(wqe->length, &dport->cnt.rcv_bytes);
+	}
+	rq->tail++;
+	softib_cq_add(dqp->rcq, &wc, wqe->send_flags & IB_SEND_SOLICITED);
+	if (dqp->srq) {
+		softib_srq_check_limit(dqp->srq);
+		spin_unlock(&rq->lock);
+	}
+	spin_unlock_irqrestore(&dqp->rq.lock, flags);
+}
+
+static struct softib_port *softib_lid_to_port(struct softib_dev *sdev, u16 lid)
+{
+	if (lid < 1 || lid > sdev->nports)
+		return NULL;
+	return softib_port(sdev, lid);
+}
+
+static void softib_route_ud(struct softib_pkt *pkt)
+{
+	struct softib_dev *sdev = pkt->src->sdev;
+	const struct softib_swqe *wqe = pkt->wqe;
+	u16 dlid = wqe->av.dlid;
+	struct softib_port *dport;
+	struct softib_qp *dqp;
+
+	rcu_read_lock();
+	if (dlid >= SOFTIB_MLID_BASE && dlid != SOFTIB_LID_PERMISSIVE) {
+		struct softib_mcast_attach *a;
+		struct softib_mcast *mc;
+
+		pkt->mcast = true;
+		list_for_each_entry_rcu(mc, &sdev->mcast, list) {
+			if (mc->mlid != dlid)
+				continue;
+			list_for_each_entry_rcu(a, &mc->attached, list) {
+				if (a->qp == pkt->src &&
+				    pkt->src->block_mcast_loopback)
+					continue;
+				softib_deliver_ud(pkt, a->qp);
+			}
+			break;
+		}
+		goto out_unlock;
+	}
+
+	dport = softib_lid_to_port(sdev, dlid);
+	if (!dport) {
+		softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);
+		goto out_unlock;
+	}
+	if (wqe->remote_qpn <= 1)
+		dqp = rcu_dereference(dport->special[wqe->remote_qpn]);
+	else
+		dqp = xa_load(&sdev->qps, wqe->remote_qpn);
+	if (!dqp || dqp->port_num != dport->num) {
+		softib_drop(dport, SOFTIB_DROP_NO_QP);
+		goto out_unlock;
+	}
+	softib_deliver_ud(pkt, dqp);
+out_unlock:
+	rcu_read_unlock();
+}
+
+/* Put one send WQE on the wire; returns the sender's completion status. */
+static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
+					const struct softib_swqe *wqe)
+{
+	struct softib_port *sport = softib_port(qp->sdev, qp->port_num);
+	struct softib_pkt pkt = {
+		.src = qp,
+		.sport = sport,
+		.wqe = wqe,
+		.slid = sport->lid,
+	};
+
+	if (wqe->length > SOFTIB_MTU_BYTES)
+		return IB_WC_LOC_LEN_ERR;
+
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_SMI:
+		pkt.pkey = 0xffff;
+		break;
+	case IB_QPT_GSI:
+		if (wqe->pkey_index >= SOFTIB_PKEY_TBL_LEN)
+			return IB_WC_LOC_QP_OP_ERR;
+		pkt.pkey = READ_ONCE(sport->pkeys[wqe->pkey_index]);
+		break;
+	default:
+		pkt.pkey = READ_ONCE(sport->pkeys[READ_ONCE(qp->pkey_index)]);
+		break;
+	}
+	/* bit 31 of the WR's Q_Key means "use the QP's own Q_Key" */
+	pkt.qkey = (wqe->remote_qkey & 0x80000000) ? READ_ONCE(qp->qkey) :
+						     wqe->remote_qkey;
+
+	/* a port that is down loses what is sent; the send still completes */
+	if (READ_ONCE(sport->state) != IB_PORT_ACTIVE) {
+		softib_drop(sport, SOFTIB_DROP_PORT_DOWN);
+		return IB_WC_SUCCESS;
+	}
+	atomic64_inc(&sport->cnt.xmit_packets);
+	atomic64_add(wqe->length, &sport->cnt.xmit_bytes);
+	softib_route_ud(&pkt);
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * The send engine of one QP. It runs in the device workqueue, one instance
+ * per QP at a time, so WQEs leave in posting order. The WQE stays in the
+ * ring (tail not advanced) while it is being delivered: the poster cannot
+ * reuse the slot before its completion is built.
+ */
+void softib_send_worker(struct work_struct *work)
+{
+	struct softib_qp *qp = container_of(work, struct softib_qp, send_work);
+	struct softib_wq *sq = &qp->sq;
+	unsigned int budget = 256;
+	struct ib_wc wc = {
+		.qp = &qp->ibqp,
+		.opcode = IB_WC_SEND,
+	};
+	const struct softib_swqe *wqe;
+	unsigned long flags;
+	bool signaled;
+	u32 idx;
+
+	for (;;) {
+		spin_lock_irqsave(&sq->lock, flags);
+		if (!softib_wq_used(sq) ||
+		    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_ERR)) {
+			spin_unlock_irqrestore(&sq->lock, flags);
+			return;
+		}
+		idx = sq->tail;
+		wqe = softib_wq_entry(sq, idx);
+		if (qp->state == IB_QPS_ERR) {
+			wc.status = IB_WC_WR_FLUSH_ERR;
+			signaled = true;
+		} else {
+			spin_unlock_irqrestore(&sq->lock, flags);
+			wc.status = softib_send_ud(qp, wqe);
+			signaled = qp->sig_all ||
+				   (wqe->send_flags & IB_SEND_SIGNALED) ||
+				   wc.status != IB_WC_SUCCESS;
+			spin_lock_irqsave(&sq->lock, flags);
+			if (sq->tail != idx) {
+				/* a reset to RESET discarded the ring meanwhile */
+				spin_unlock_irqrestore(&sq->lock, flags);
+				continue;
+			}
+		}
+		wc.wr_id = wqe->wr_id;
+		wc.byte_len = wqe->length;
+		sq->tail++;
+		spin_unlock_irqrestore(&sq->lock, flags);
+
+		if (signaled)
+			softib_cq_add(qp->scq, &wc, false);
+
+		if (!--budget) {
+			/* let other QPs' engines run; we come back */
+			queue_work(qp->sdev->wq, &qp->send_work);
+			return;
+		}
+	}
+}

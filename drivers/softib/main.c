@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * softib: device registration, ports and the subnet manager's port view.
+ *
+ * One IB device, softib0, with "ports" IB-link-layer ports that all hang
+ * off one in-kernel switch (fabric.c). The device is a kernel verbs
+ * provider: ib_mad, ib_sa, ib_cm and IPoIB attach to it as to hardware.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <rdma/ib_mad.h>
+
+#include "softib.h"
+
+static unsigned int ports = 2;
+module_param(ports, uint, 0444);
+MODULE_PARM_DESC(ports, "Number of IB ports of softib0 (1-16, default 2)");
+
+static struct softib_dev *softib_dev;
+
+static int softib_query_port(struct ib_device *ibdev, u32 port_num,
+			     struct ib_port_attr *attr)
+{
+	struct softib_port *port = softib_port(to_sdev(ibdev), port_num);
+	unsigned long flags;
+
+	/* ib_core zeroes *attr before calling us */
+	spin_lock_irqsave(&port->lock, flags);
+	attr->state = port->state;
+	attr->port_cap_flags = port->cap_flags;
+	spin_unlock_irqrestore(&port->lock, flags);
+
+	attr->phys_state = attr->state == IB_PORT_DOWN ?
+			   IB_PORT_PHYS_STATE_POLLING : IB_PORT_PHYS_STATE_LINK_UP;
+	attr->subnet_prefix = SOFTIB_SUBNET_PREFIX;
+	attr->max_mtu = SOFTIB_MTU;
+	attr->active_mtu = SOFTIB_MTU;
+	attr->phys_mtu = SOFTIB_MTU_BYTES;
+	attr->gid_tbl_len = SOFTIB_GID_TBL_LEN;
+	attr->pkey_tbl_len = SOFTIB_PKEY_TBL_LEN;
+	attr->max_msg_sz = SOFTIB_MAX_MSG;
+	attr->bad_pkey_cntr =
+		(u32)atomic64_read(&port->cnt.drops[SOFTIB_DROP_PKEY]);
+	attr->qkey_viol_cntr =
+		(u32)atomic64_read(&port->cnt.drops[SOFTIB_DROP_QKEY]);
+	attr->lid = port->lid;
+	attr->sm_lid = SOFTIB_SM_LID;
+	attr->sm_sl = 0;
+	attr->lmc = 0;
+	attr->max_vl_num = 1;
+	attr->subnet_timeout = 18;
+	attr->active_width = IB_WIDTH_4X;
+	attr->active_speed = IB_SPEED_EDR;
+	return 0;
+}
+
+static int softib_modify_port(struct ib_device *ibdev, u32 port_num, int mask,
+			      struct ib_port_modify *modify)
+{
+	struct softib_port *port = softib_port(to_sdev(ibdev), port_num);
+	unsigned long flags;
+
+	if (mask & ~(IB_PORT_SHUTDOWN | IB_PORT_INIT_TYPE |
+		     IB_PORT_RESET_QKEY_CNTR))
+		return -EOPNOTSUPP;
+
+	spin_lock_irqsave(&port->lock, flags);
+	port->cap_flags |= modify->set_port_cap_mask;
+	port->cap_flags &= ~modify->clr_port_cap_mask;
+	spin_unlock_irqrestore(&port->lock, flags);
+
+	if (mask & IB_PORT_RESET_QKEY_CNTR)
+		atomic64_set(&port->cnt.drops[SOFTIB_DROP_QKEY], 0);
+	if (mask & IB_PORT_SHUTDOWN)
+		softib_port_set_state(port, IB_PORT_DOWN);
+	return 0;
+}
+
+static int softib_modify_device(struct ib_device *ibdev, int mask,
+				struct ib_device_modify *modify)
+{
+	if (mask & ~(IB_DEVICE_MODIFY_SYS_IMAGE_GUID |
+		     IB_DEVICE_MODIFY_NODE_DESC))
+		return -EOPNOTSUPP;
+
+	if (mask & IB_DEVICE_MODIFY_NODE_DESC)
+		memcpy(ibdev->node_desc, modify->node_desc,
+		       IB_DEVICE_NODE_DESC_MAX);
+	/* the system image GUID is fixed: it is the node GUID */
+	return 0;
+}
+
+static int softib_get_port_immutable(struct ib_device *ibdev, u32 port_num,
+				     struct ib_port_immutable *immutable)
+{
+	immutable->pkey_tbl_len = SOFTIB_PKEY_TBL_LEN;
+	immutable->gid_tbl_len = SOFTIB_GID_TBL_LEN;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_IB;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer softib_get_link_layer(struct ib_device *ibdev,
+						  u32 port_num)
+{
+	return IB_LINK_LAYER_INFINIBAND;
+}
+
+static int softib_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
+			     u16 *pkey)
+{
+	struct softib_port *port = softib_port(to_sdev(ibdev), port_num);
+	unsigned long flags;
+
+	if (index >= SOFTIB_PKEY_TBL_LEN)
+		return -EINVAL;
+	spin_lock_irqsave(&port->lock, flags);
+	*pkey = port->pkeys[index];
+	spin_unlock_irqrestore(&port->lock, flags);
+	return 0;
+}
+
+static int softib_query_gid(struct ib_device *ibdev, u32 port_num, int index,
+			    union ib_gid *gid)
+{
+	if (index != 0)
+		return -EINVAL;
+	gid->global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+	gid->global.interface_id = softib_port_guid(port_num);
+	return 0;
+}
+
+static void softib_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%s", IPOIB_NG_VERSION);
+}
+
+/* Tell the consumers of one port that something changed on it. */
+void softib_port_event(struct softib_port *port, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &port->sdev->ibdev,
+		.event = type,
+		.element.port_num = port->num,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+/*
+ * Move a port between DOWN and ACTIVE the way a subnet manager's sweep
+ * does, and report the edge as PORT_ERR / PORT_ACTIVE.
+ */
+void softib_port_set_state(struct softib_port *port,
+			   enum ib_port_state state)
+{
+	enum ib_port_state old;
+	unsigned long flags;
+
+	spin_lock_irqsave(&port->lock, flags);
+	old = port->state;
+	port->state = state;
+	spin_unlock_irqrestore(&port->lock, flags);
+
+	if (old == state)
+		return;
+	if (state == IB_PORT_ACTIVE)
+		softib_port_event(port, IB_EVENT_PORT_ACTIVE);
+	else if (old == IB_PORT_ACTIVE)
+		softib_port_event(port, IB_EVENT_PORT_ERR);
+}
+
+/*
+ * Ports register DOWN and come up in a "sweep" after registration, so that
+ * every client sees the PORT_ACTIVE edge (ib_sa fetches ClassPortInfo from
+ * its event handler only).
+ */
+static void softib_sweep(struct work_struct *work)
+{
+	struct softib_dev *sdev = container_of(to_delayed_work(work),
+					       struct softib_dev, sweep);
+	u32 i;
+
+	for (i = 0; i < sdev->nports; i++)
+		softib_port_set_state(&sdev->ports[i], IB_PORT_ACTIVE);
+}
+
+const struct ib_device_ops softib_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = 1,
+
+	.attach_mcast = softib_attach_mcast,
+	.create_ah = softib_create_ah,
+	.create_qp = softib_create_qp,
+	.create_srq = softib_create_srq,
+	.dealloc_pd = softib_dealloc_pd,
+	.dereg_mr = softib_dereg_mr,
+	.destroy_ah = softib_destroy_ah,
+	.destroy_cq = softib_destroy_cq,
+	.destroy_qp = softib_destroy_qp,
+	.destroy_srq = softib_destroy_srq,
+	.detach_mcast = softib_detach_mcast,
+	.get_dev_fw_str = softib_get_dev_fw_str,
+	.get_dma_mr = softib_get_dma_mr,
+	.get_link_layer = softib_get_link_layer,
+	.get_port_immutable = softib_get_port_immutable,
+	.modify_device = softib_modify_device,
+	.modify_port = softib_modify_port,
+	.modify_qp = softib_modify_qp,
+	.modify_srq = softib_modify_srq,
+	.poll_cq = softib_poll_cq,
+	.post_recv = softib_post_recv,
+	.post_send = softib_post_send,
+	.post_srq_recv = softib_post_srq_recv,
+	.query_ah = softib_query_ah,
+	.query_device = softib_query_device,
+	.query_gid = softib_query_gid,
+	.query_pkey = softib_query_pkey,
+	.query_port = softib_query_port,
+	.query_qp = softib_query_qp,
+	.query_srq = softib_query_srq,
+	.reg_user_mr = softib_reg_user_mr,
+	.req_notify_cq = softib_req_notify_cq,
+	.alloc_pd = softib_alloc_pd,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, softib_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, softib_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, softib_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, softib_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, softib_srq, ibsrq),
+};
+
+static int softib_create_cq(struct ib_cq *ibcq,
+			    const struct ib_cq_init_attr *attr,
+			    COMPAT_CREATE_CQ_CTX *ctx)
+{
+	return softib_create_cq_common(ibcq, attr, ctx != NULL);
+}
+
+static const struct ib_device_ops softib_cq_ops = {
+	.create_cq = softib_create_cq,
+};
+
+static void softib_init_port(struct softib_dev *sdev, u32 num)
+{
+	struct softib_port *port = softib_port(sdev, num);
+
+	port->sdev = sdev;
+	port->num = num;
+	spin_lock_init(&port->lock);
+	port->state = IB_PORT_DOWN;
+	port->lid = num;
+	/* what a default OpenSM gives every CA port: full member of 0x7fff */
+	port->pkeys[0] = 0xffff;
+	port->cap_flags = IB_PORT_CLIENT_REG_SUP | IB_PORT_TRAP_SUP |
+			  IB_PORT_SYS_IMAGE_GUID_SUP;
+}
+
+static struct softib_dev *softib_create(u32 nports)
+{
+	struct softib_dev *sdev;
+	u32 i;
+	int ret;
+
+	sdev = ib_alloc_device(softib_dev, ibdev);
+	if (!sdev)
+		return ERR_PTR(-ENOMEM);
+
+	ret = -ENOMEM;
+	sdev->ports = kcalloc(nports, sizeof(*sdev->ports), GFP_KERNEL);
+	if (!sdev->ports)
+		goto err_dealloc;
+	sdev->nports = nports;
+	for (i = 1; i <= nports; i++)
+		softib_init_port(sdev, i);
+
+	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);
+	sdev->next_qpn = 2;
+	spin_lock_init(&sdev->mcast_lock);
+	INIT_LIST_HEAD(&sdev->mcast);
+	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
+
+	/*
+	 * The send engine and completion notification run here, never in
+	 * the poster's context: ib_mad posts with a spinlock held and IRQs
+	 * off, and consumers re-post from their completion handlers.
+	 */
+	sdev->wq = alloc_workqueue("softib", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!sdev->wq)
+		goto err_free_ports;
+
+	sdev->pdev = platform_device_register_simple("softib", PLATFORM_DEVID_AUTO,
+						     NULL, 0);
+	if (IS_ERR(sdev->pdev)) {
+		ret = PTR_ERR(sdev->pdev);
+		goto err_destroy_wq;
+	}
+
+	sdev->ibdev.node_type = RDMA_NODE_IB_CA;
+	sdev->ibdev.phys_port_cnt = nports;
+	sdev->ibdev.num_comp_vectors = 1;
+	sdev->ibdev.node_guid = cpu_to_be64(SOFTIB_NODE_GUID);
+	sdev->ibdev.dev.parent = &sdev->pdev->dev;
+	strscpy(sdev->ibdev.node_desc, "softib software HCA",
+		sizeof(sdev->ibdev.node_desc));
+	ib_set_device_ops(&sdev->ibdev, &softib_dev_ops);
+	ib_set_device_ops(&sdev->ibdev, &softib_cq_ops);
+
+	/* No DMA device: ib_uses_virt_dma(), every SGE address is a kernel VA. */
+	ret = ib_register_device(&sdev->ibdev, "softib%d", NULL);
+	if (ret)
+		goto err_unregister_pdev;
+
+	queue_delayed_work(sdev->wq, &sdev->sweep, msecs_to_jiffies(10));
+	return sdev;
+
+err_unregister_pdev:
+	platform_device_unregister(sdev->pdev);
+err_destroy_wq:
+	destroy_workqueue(sdev->wq);
+err_free_ports:
+	kfree(sdev->ports);
+err_dealloc:
+	ib_dealloc_device(&sdev->ibdev);
+	return ERR_PTR(ret);
+}
+
+static void softib_destroy(struct softib_dev *sdev)
+{
+	/*
+	 * 1. Stop the sweep so no port event races with unregistration.
+	 * 2. Unregister: ib_core removes every client, which destroys all of
+	 *    their QPs, CQs and AHs through our ops (cancelling their work).
+	 * 3. Only then is the workqueue idle and safe to destroy.
+	 */
+	cancel_delayed_work_sync(&sdev->sweep);
+	ib_unregister_device(&sdev->ibdev);
+	softib_mcast_cleanup(sdev);
+	WARN_ON(!xa_empty(&sdev->qps));
+	xa_destroy(&sdev->qps);
+	destroy_workqueue(sdev->wq);
+	platform_device_unregister(sdev->pdev);
+	kfree(sdev->ports);
+	ib_dealloc_device(&sdev->ibdev);
+}
+
+static int __init softib_init(void)
+{
+	struct softib_dev *sdev;
+
+	if (ports < 1 || ports > SOFTIB_MAX_PORTS) {
+		pr_err("ports=%u is out of range: load with ports=1..%u\n",
+		       ports, SOFTIB_MAX_PORTS);
+		return -EINVAL;
+	}
+
+	sdev = softib_create(ports);
+	if (IS_ERR(sdev))
+		return PTR_ERR(sdev);
+	softib_dev = sdev;
+	return 0;
+}
+
+static void __exit softib_exit(void)
+{
+	softib_destroy(softib_dev);
+}
+
+module_init(softib_init);
+module_exit(softib_exit);
+
+MODULE_AUTHOR("The ipoib-ng authors");
+MODULE_DESCRIPTION("softib: software InfiniBand HCA with an in-kernel fabric");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(IPOIB_NG_VERSION);

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * softib: a software InfiniBand (IB link layer) HCA with an in-kernel fabric.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#ifndef SOFTIB_H
+#define SOFTIB_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/platform_device.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#define SOFTIB_MAX_PORTS	16
+#define SOFTIB_PKEY_TBL_LEN	32
+#define SOFTIB_GID_TBL_LEN	1
+#define SOFTIB_MAX_QP		16384
+#define SOFTIB_MAX_QP_WR	16384
+#define SOFTIB_MAX_SGE		32
+#define SOFTIB_MAX_CQ		16384
+#define SOFTIB_MAX_CQE		65536
+#define SOFTIB_MAX_PD		16384
+#define SOFTIB_MAX_AH		65536
+#define SOFTIB_MAX_MR		16384
+#define SOFTIB_MAX_MCAST_GRP	8192
+#define SOFTIB_MAX_MCAST_ATTACH	1024
+#define SOFTIB_MAX_MSG		(1U << 31)
+/* UD payload limit: the port's MTU (4096); the GRH sits in front of it. */
+#define SOFTIB_MTU		IB_MTU_4096
+#define SOFTIB_MTU_BYTES	4096
+
+/*
+ * Addressing. LIDs are stable: port N of the device owns LID N. The subnet
+ * manager lives at a LID no port owns; every port reports it as sm_lid.
+ * GUIDs are EUI-64 with the locally administered bit set, derived from the
+ * port number so that partitions.conf member lists stay valid across loads.
+ */
+#define SOFTIB_SM_LID		0x0100
+#define SOFTIB_NODE_GUID	0x02110bff00000000ULL
+#define SOFTIB_SUBNET_PREFIX	0xfe80000000000000ULL
+#define SOFTIB_QP1_QKEY		0x80010000
+#define SOFTIB_MLID_BASE	0xc000
+#define SOFTIB_LID_PERMISSIVE	0xffff
+#define SOFTIB_GRH_NEXT_HDR	0x1b	/* IBA: next header after a GRH is a BTH */
+
+/* Why a packet was not delivered; one counter per port per reason. */
+enum softib_drop {
+	SOFTIB_DROP_NO_DEST,	/* no port owns the DLID (e.g. the SM, issue 3) */
+	SOFTIB_DROP_NO_QP,	/* no such QPN, or QP not ready to receive */
+	SOFTIB_DROP_PKEY,	/* partition check failed at the receiving port */
+	SOFTIB_DROP_QKEY,	/* Q_Key mismatch */
+	SOFTIB_DROP_NO_RWQE,	/* receiver had no posted receive */
+	SOFTIB_DROP_TOO_LONG,	/* payload larger than MTU or receive buffer */
+	SOFTIB_DROP_PORT_DOWN,	/* sending or receiving port not ACTIVE */
+	SOFTIB_DROP_MAX,
+};
+
+struct softib_counters {
+	atomic64_t xmit_packets;
+	atomic64_t xmit_bytes;
+	atomic64_t rcv_packets;
+	atomic64_t rcv_bytes;
+	atomic64_t drops[SOFTIB_DROP_MAX];
+};
+
+struct softib_dev;
+struct softib_qp;
+
+struct softib_port {
+	struct softib_dev *sdev;
+	u32 num;
+	/* lock protects state, cap_flags and the pkey table */
+	spinlock_t lock;
+	enum ib_port_state state;
+	u32 cap_flags;
+	u16 lid;
+	u16 pkeys[SOFTIB_PKEY_TBL_LEN];
+	/* QP0 (SMI) and QP1 (GSI) of this port, looked up under RCU */
+	struct softib_qp __rcu *special[2];
+	struct softib_counters cnt;
+};
+
+struct softib_dev {
+	struct ib_device ibdev;
+	struct platform_device *pdev;
+	struct workqueue_struct *wq;
+	u32 nports;
+	struct softib_port *ports;
+	/* QPN >= 2 -> struct softib_qp, looked up under RCU */
+	struct xarray qps;
+	u32 next_qpn;
+	/* multicast groups: RCU list, writers hold mcast_lock */
+	spinlock_t mcast_lock;
+	struct list_head mcast;
+	u32 n_mcast;
+	struct delayed_work sweep;
+	struct dentry *debugfs;
+	atomic_t n_pd, n_ah, n_cq, n_qp, n_mr, n_srq;
+};
+
+struct softib_pd {
+	struct ib_pd ibpd;
+};
+
+/* An address vector: what a UD WR or an AH says about the destination. */
+struct softib_av {
+	u16 dlid;
+	u8 sl;
+	u8 port_num;
+	bool grh;
+	u8 sgid_index;
+	u8 hop_limit;
+	u8 traffic_class;
+	u32 flow_label;
+	union ib_gid dgid;
+};
+
+struct softib_ah {
+	struct ib_ah ibah;
+	struct softib_av av;
+};
+
+struct softib_mr {
+	struct ib_mr ibmr;
+};
+
+struct softib_cq {
+	struct ib_cq ibcq;
+	/* lock protects the ring and the notify state */
+	spinlock_t lock;
+	struct ib_wc *ring;
+	u32 size;
+	u32 head;	/* next slot to fill */
+	u32 count;	/* filled slots */
+	u8 notify;	/* armed: IB_CQ_SOLICITED or IB_CQ_NEXT_COMP */
+	bool overflow;
+	struct work_struct comp_work;
+	struct work_struct err_work;
+};
+
+/* A posted send: the WR with its gather list and, for UD, its address. */
+struct softib_swqe {
+	u64 wr_id;
+	enum ib_wr_opcode opcode;
+	int send_flags;
+	__be32 imm;
+	u32 length;
+	u32 remote_qpn;
+	u32 remote_qkey;
+	u16 pkey_index;
+	struct softib_av av;
+	u32 num_sge;
+	struct ib_sge sge[];
+};
+
+struct softib_rwqe {
+	u64 wr_id;
+	u32 num_sge;
+	struct ib_sge sge[];
+};
+
+/* A work queue ring: entries of "stride" bytes, head produces, tail consumes. */
+struct softib_wq {
+	/* lock protects head/tail and, for the SQ, the QP state */
+	spinlock_t lock;
+	void *buf;
+	u32 size;
+	u32 stride;
+	u32 max_sge;
+	u32 head;
+	u32 tail;
+};
+
+struct softib_srq {
+	struct ib_srq ibsrq;
+	struct softib_wq rq;
+	u32 limit;
+	struct work_struct limit_work;
+};
+
+struct softib_qp {
+	struct ib_qp ibqp;
+	struct softib_dev *sdev;
+	/* state and the attributes below are written under sq.lock */
+	enum ib_qp_state state;
+	u32 port_num;
+	u16 pkey_index;
+	u32 qkey;
+	bool sig_all;
+	struct softib_wq sq;
+	struct softib_wq rq;
+	struct softib_srq *srq;
+	struct softib_cq *scq;
+	struct softib_cq *rcq;
+	bool block_mcast_loopback;
+	struct work_struct send_work;
+	struct work_struct event_work;
+	unsigned long pending_events;
+};
+
+/* bits of softib_qp.pending_events */
+#define SOFTIB_EV_LAST_WQE	0
+#define SOFTIB_EV_FATAL		1
+
+struct softib_mcast_attach {
+	struct list_head list;
+	struct softib_qp *qp;
+	struct rcu_head rcu;
+};
+
+struct softib_mcast {
+	struct list_head list;
+	u16 mlid;
+	union ib_gid mgid;
+	struct list_head attached;
+	u32 n_attached;
+	struct rcu_head rcu;
+};
+
+static inline struct softib_dev *to_sdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct softib_dev, ibdev);
+}
+
+static inline struct softib_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct softib_qp, ibqp);
+}
+
+static inline struct softib_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct softib_cq, ibcq);
+}
+
+static inline struct softib_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct softib_srq, ibsrq);
+}
+
+static inline struct softib_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct softib_ah, ibah);
+}
+
+static inline struct softib_port *softib_port(struct softib_dev *sdev, u32 num)
+{
+	return &sdev->ports[num - 1];
+}
+
+static inline void *softib_wq_entry(struct softib_wq *wq, u32 idx)
+{
+	return wq->buf + (size_t)(idx & (wq->size - 1)) * wq->stride;
+}
+
+static inline u32 softib_wq_used(const struct softib_wq *wq)
+{
+	return wq->head - wq->tail;
+}
+
+static inline bool softib_qp_can_recv(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTR || state == IB_QPS_RTS ||
+	       state == IB_QPS_SQD || state == IB_QPS_SQE;
+}
+
+static inline __be64 softib_port_guid(u32 port)
+{
+	return cpu_to_be64(SOFTIB_NODE_GUID | port);
+}
+
+/* main.c */
+extern const struct ib_device_ops softib_dev_ops;
+void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
+void softib_port_event(struct softib_port *port, enum ib_event_type type);
+
+/* verbs.c */
+int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+			struct ib_udata *udata);
+int softib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int softib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int softib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		     struct ib_udata *udata);
+int softib_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
+int softib_destroy_ah(struct ib_ah *ibah, u32 flags);
+struct ib_mr *softib_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *softib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 virt, int access, struct ib_udata *udata);
+int softib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int softib_create_cq_common(struct ib_cq *ibcq,
+			    const struct ib_cq_init_attr *attr, bool user);
+int softib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int softib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int softib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		      struct ib_udata *udata);
+int softib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		      enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int softib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int softib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int softib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
+int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		     struct ib_udata *udata);
+int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		     struct ib_udata *udata);
+int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_qp_init_attr *init);
+int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+int softib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int softib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void softib_mcast_cleanup(struct softib_dev *sdev);
+
+/* fabric.c */
+void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
+void softib_send_worker(struct work_struct *work);
+void softib_flush_rq(struct softib_qp *qp);
+
+#endif /* SOFTIB_H */

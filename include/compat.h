@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place where differences between the supported kernels live.
+ * Kbuild force-includes this header into every object of both modules, so
+ * .c files read like upstream code. Supported window: Debian's 6.1 and
+ * 6.12 series; anything else is refused at build time rather than half
+ * working.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#ifndef IPOIB_NG_COMPAT_H
+#define IPOIB_NG_COMPAT_H
+
+#include <linux/version.h>
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0) || \
+	LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#error "ipoib-ng supports Linux 6.1 to 6.12 (Debian bookworm's two kernel series)"
+#endif
+
+#include "version.h"
+
+/*
+ * ib_device_ops.create_cq: the third argument became the uverbs attribute
+ * bundle in 6.11 (it was the udata). Kernel consumers pass NULL in both.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#define COMPAT_CREATE_CQ_CTX struct uverbs_attr_bundle
+#else
+#define COMPAT_CREATE_CQ_CTX struct ib_udata
+#endif
+
+#endif /* IPOIB_NG_COMPAT_H */
