@@ -1,0 +1,251 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot a Debian test kernel in QEMU (TCG) and run one command in it.
+#
+#   run-guest.sh --abi ABI [--timeout SEC] [--append ARGS] [--mem SIZE]
+#                [--results DIR] [--shell] -- CMD [ARG...]
+#
+# The guest sees this machine's / read-only over 9p under a tmpfs overlay,
+# so every host tool and the work tree are there, at the same paths.
+# /lib/modules/$ABI is the unpacked test kernel's module tree (writable
+# through the overlay, depmod works). CMD runs as root, in the host's cwd,
+# with IPOIB_NG_GUEST=1. Its output goes to the console and to the results
+# directory (output, status, dmesg, console.log).
+#
+# Exit status: CMD's status; 3 if the kernel reported a problem (WARNING,
+# BUG, Oops, KFENCE, slub corruption, ...) even when CMD succeeded; 2 if
+# the guest died without reporting a status; 124 on timeout.
+
+set -euo pipefail
+
+CACHE=${CACHE:-/var/cache/ipoib-ng}
+SELF=$(readlink -f "$0")
+
+usage() {
+	sed -n 's/^#   \{0,1\}//p' "$SELF" | sed -n '/^run-guest.sh/,/^$/p' >&2
+	exit 1
+}
+die() { echo "run-guest: $*" >&2; exit 1; }
+
+abi="" timeout=0 append="" mem=2G shell=0 results=""
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--abi) abi=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--append) append=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--results) results=$2; shift 2 ;;
+	--shell) shell=1; shift ;;
+	--) shift; break ;;
+	*) usage ;;
+	esac
+done
+[[ -n $abi ]] || usage
+((shell)) || [[ $# -gt 0 ]] || usage
+
+kdir=$CACHE/kernels/$abi
+vmlinuz=$kdir/boot/vmlinuz-$abi
+moddir=$kdir/lib/modules/$abi
+[[ -r $vmlinuz && -d $moddir ]] ||
+	die "no kernel $abi in $kdir (run selftests/vm/kernels.sh fetch SERIES)"
+
+# Modules the initramfs needs to mount its root; the rest of their
+# dependency chain comes from modules.dep.
+ROOT_MODS=(virtio_pci 9pnet_virtio 9p overlay)
+
+# The guest's /init (busybox sh). @ABI@ is replaced at build time.
+# shellcheck disable=SC2016
+INIT='#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in $(cat /modules.list); do
+	insmod /mods/$m || echo "init: insmod $m failed"
+done
+
+fail() { echo "init: $*"; echo o >/proc/sysrq-trigger; sleep 10; }
+R=/newroot
+mkdir -p /lower /rw $R
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 \
+	hostroot /lower || fail "cannot mount hostroot"
+mount -t tmpfs -o mode=0755 tmpfs /rw
+mkdir -p /rw/upper /rw/work
+mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work \
+	overlay $R || fail "cannot mount overlay"
+mkdir -p $R/results
+mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 \
+	results $R/results || fail "cannot mount results"
+mount -t proc proc $R/proc
+mount -t sysfs sysfs $R/sys
+mount -t devtmpfs devtmpfs $R/dev
+mkdir -p $R/dev/pts $R/dev/shm
+mount -t devpts devpts $R/dev/pts
+mount -t tmpfs tmpfs $R/dev/shm
+mount -t tmpfs -o mode=0755 tmpfs $R/run
+mount -t debugfs debugfs $R/sys/kernel/debug
+mount -t configfs configfs $R/sys/kernel/config 2>/dev/null
+# The test kernel modules, writable through the overlay (for depmod).
+M=$(cat /moddir)
+mkdir -p $R/lib/modules/@ABI@
+mount --bind $R$M $R/lib/modules/@ABI@
+hostname ipoib-ng-guest
+
+cat /proc/uptime >$R/results/started
+if [ -e $R/results/shell ]; then
+	chroot $R /usr/bin/setsid -c /bin/bash /results/cmd.sh \
+		</dev/ttyS0 >/dev/ttyS0 2>&1
+else
+	chroot $R /bin/bash -c "/bin/bash /results/cmd.sh 2>&1 |
+		tee /results/output; echo \${PIPESTATUS[0]} >/results/status"
+fi
+dmesg >$R/results/dmesg
+sync
+umount $R/results
+echo o >/proc/sysrq-trigger
+sleep 10
+'
+
+build_initramfs() {
+	local key out tmp m line path name
+
+	key=$(printf '%s\n' "$INIT" "${ROOT_MODS[*]}" "$abi" |
+	      cat - /bin/busybox | sha256sum | cut -c1-16)
+	out=$CACHE/initramfs/$abi-$key.cpio.gz
+	if [[ -s $out ]]; then
+		echo "$out"
+		return
+	fi
+
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp"/{bin,mods,proc,sys,dev}
+	cp /bin/busybox "$tmp/bin/busybox"
+	printf '%s' "${INIT//@ABI@/$abi}" >"$tmp/init"
+	chmod +x "$tmp/init"
+	echo "$moddir" >"$tmp/moddir"
+	: >"$tmp/modules.list"
+	for m in "${ROOT_MODS[@]}"; do
+		modprobe -d "$kdir" -S "$abi" --show-depends "$m" |
+		while read -r line; do
+			[[ $line == insmod\ * ]] || continue   # "builtin MOD"
+			path=${line#insmod }
+			path=${path%% *}
+			name=$(basename "$path")
+			name=${name%.xz}
+			grep -qxF "$name" "$tmp/modules.list" && continue
+			case $path in
+			*.xz) xz -dc "$path" >"$tmp/mods/$name" ;;
+			*) cp "$path" "$tmp/mods/$name" ;;
+			esac
+			echo "$name" >>"$tmp/modules.list"
+		done
+	done
+	mkdir -p "$CACHE/initramfs"
+	rm -f "$CACHE/initramfs/$abi"-*.cpio.gz
+	(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp"
+	mv "$out.tmp" "$out"
+	rm -rf "$tmp"
+	echo "$out"
+}
+
+initrd=$(build_initramfs)
+
+keep_results=1
+if [[ -z $results ]]; then
+	results=$(mktemp -d /tmp/ipoib-ng-guest.XXXXXX)
+	keep_results=0
+else
+	mkdir -p "$results"
+	rm -f "$results"/{cmd.sh,shell,started,output,status,dmesg,console.log}
+fi
+results=$(readlink -f "$results")
+cleanup() { ((keep_results)) || rm -rf "$results"; }
+trap cleanup EXIT
+
+# The command, with cwd and environment, as a script on the results share.
+{
+	echo '#!/bin/bash'
+	printf 'cd %q || exit 1\n' "$PWD"
+	echo 'export IPOIB_NG_GUEST=1 HOME=/root LANG=C.UTF-8'
+	echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+	if ((shell)); then
+		printf 'export TERM=%q\n' "${TERM:-linux}"
+		if size=$(stty size 2>/dev/null); then
+			echo "stty rows ${size% *} cols ${size#* }"
+		fi
+		echo 'echo "ipoib-ng guest: $(uname -r); poweroff with: exit"'
+		if [[ $# -gt 0 ]]; then
+			printf 'exec'; printf ' %q' "$@"; echo
+		else
+			echo 'exec /bin/bash -l'
+		fi
+	else
+		printf 'exec'; printf ' %q' "$@"; echo
+	fi
+} >"$results/cmd.sh"
+((shell)) && touch "$results/shell"
+
+cmdline="console=ttyS0 panic=-1 oops=panic panic_on_warn=1 slub_debug=FZP"
+cmdline+=" kfence.sample_interval=100 printk.time=1 loglevel=5"
+cmdline+=" ${append}"
+
+qemu=(qemu-system-x86_64 -nodefaults -no-user-config -no-reboot
+	-accel tcg -cpu max -smp 2 -m "$mem" -display none -nic none
+	-kernel "$vmlinuz" -initrd "$initrd" -append "$cmdline"
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$results,mount_tag=results,security_model=none")
+
+if ((shell)); then
+	"${qemu[@]}" -serial mon:stdio
+	exit 0
+fi
+
+t0=$(date +%s.%N)
+set +e
+if ((timeout > 0)); then
+	timeout -k 5 "$timeout" "${qemu[@]}" -serial stdio </dev/null |
+		tee "$results/console.log"
+	qrc=${PIPESTATUS[0]}
+else
+	"${qemu[@]}" -serial stdio </dev/null | tee "$results/console.log"
+	qrc=${PIPESTATUS[0]}
+fi
+set -e
+t1=$(date +%s.%N)
+
+if [[ -e $results/started ]]; then
+	boot=$(stat -c %.3Y "$results/started")
+	printf 'run-guest: %s: command started after %.1fs, total %.1fs\n' \
+		"$abi" "$(bc <<<"$boot - $t0")" "$(bc <<<"$t1 - $t0")" >&2
+fi
+
+# Kernel problem reports: in the console only kernel lines count (they
+# carry a printk timestamp), so CMD printing "WARNING:" is not an error.
+PROBLEMS='WARNING:|BUG:|BUG [a-zA-Z0-9_-]+ \(|kernel BUG|Oops|KFENCE|'
+PROBLEMS+='general protection|refcount_t:|Object corrupt|Redzone|'
+PROBLEMS+='Poison overwritten|Kernel panic|UBSAN|list_add corruption|'
+PROBLEMS+='list_del corruption|=====|soft lockup|hard LOCKUP|'
+PROBLEMS+='blocked for more than|rcu: INFO|self-detected stall|'
+PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow'
+found=$( {
+	tr -d '\r' <"$results/console.log" | grep -E '^\[ *[0-9]+\.[0-9]+\]' || true
+	[[ -e $results/dmesg ]] && cat "$results/dmesg"
+} | grep -E "$PROBLEMS" | awk '!seen[$0]++' | head -n 40 || true)
+
+rc=0
+if [[ -n $found ]]; then
+	echo "run-guest: KERNEL PROBLEM REPORTED on $abi:" >&2
+	sed 's/^/run-guest: KERNEL: /' <<<"$found" >&2
+	rc=3
+elif ((qrc == 124 || qrc == 137)) && [[ ! -e $results/status ]]; then
+	echo "run-guest: TIMEOUT after ${timeout}s on $abi" >&2
+	rc=124
+elif [[ ! -s $results/status ]]; then
+	echo "run-guest: guest died without a status (qemu exit $qrc)" >&2
+	rc=2
+else
+	rc=$(<"$results/status")
+fi
+exit "$rc"
