@@ -317,6 +317,7 @@ static struct softib_dev *softib_create(u32 nports)
 	if (ret)
 		goto err_unregister_pdev;
 
+	softib_debugfs_init(sdev);
 	queue_delayed_work(sdev->wq, &sdev->sweep, msecs_to_jiffies(10));
 	return sdev;
 
@@ -334,11 +335,13 @@ err_dealloc:
 static void softib_destroy(struct softib_dev *sdev)
 {
 	/*
-	 * 1. Stop the sweep so no port event races with unregistration.
+	 * 1. Remove the control files and stop the sweep, so no port event
+	 *    races with unregistration.
 	 * 2. Unregister: ib_core removes every client, which destroys all of
 	 *    their QPs, CQs and AHs through our ops (cancelling their work).
 	 * 3. Only then is the workqueue idle and safe to destroy.
 	 */
+	softib_debugfs_cleanup(sdev);
 	cancel_delayed_work_sync(&sdev->sweep);
 	ib_unregister_device(&sdev->ibdev);
 	softib_mcast_cleanup(sdev);

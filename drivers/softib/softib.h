@@ -99,6 +99,7 @@ struct softib_dev {
 	struct list_head mcast;
 	u32 n_mcast;
 	struct delayed_work sweep;
+	struct dentry *debugfs_root;
 	struct dentry *debugfs;
 	atomic_t n_pd, n_ah, n_cq, n_qp, n_mr, n_srq;
 };
@@ -323,5 +324,9 @@ void softib_mcast_cleanup(struct softib_dev *sdev);
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
 void softib_send_worker(struct work_struct *work);
 void softib_flush_rq(struct softib_qp *qp);
+
+/* debugfs.c */
+void softib_debugfs_init(struct softib_dev *sdev);
+void softib_debugfs_cleanup(struct softib_dev *sdev);
 
 #endif /* SOFTIB_H */

@@ -321,6 +321,7 @@ static void softib_srq_limit_work(struct work_struct *work)
 int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		      struct ib_udata *udata)
 {
+	struct softib_dev *sdev = to_sdev(ibsrq->device);
 	struct softib_srq *srq = to_ssrq(ibsrq);
 	struct ib_srq_attr *attr = &init->attr;
 	int ret;
@@ -332,11 +333,15 @@ int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (!attr->max_wr || attr->max_wr > SOFTIB_MAX_QP_WR ||
 	    attr->max_sge > SOFTIB_MAX_SGE || attr->srq_limit > attr->max_wr)
 		return -EINVAL;
+	if (!softib_get_budget(&sdev->n_srq, SOFTIB_MAX_QP))
+		return -ENOMEM;
 
 	ret = softib_wq_init(&srq->rq, attr->max_wr, max(attr->max_sge, 1U),
 			     sizeof(struct softib_rwqe));
-	if (ret)
+	if (ret) {
+		atomic_dec(&sdev->n_srq);
 		return ret;
+	}
 	srq->limit = attr->srq_limit;
 	INIT_WORK(&srq->limit_work, softib_srq_limit_work);
 	attr->max_wr = srq->rq.size;
@@ -377,6 +382,7 @@ int softib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	cancel_work_sync(&srq->limit_work);
 	softib_wq_free(&srq->rq);
+	atomic_dec(&to_sdev(ibsrq->device)->n_srq);
 	return 0;
 }
 

@@ -1,0 +1,1 @@
+/work/main/drivers/ipoib/main.o
