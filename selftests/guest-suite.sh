@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the ipoib-ng tests inside a test guest (see selftests/run.sh) and
+# print KTAP.
+#
+# Tests are the executable selftests/tests/*.sh, in name order; env TESTS
+# ("a b", names without .sh) selects a subset. Header lines in a test:
+#   # ipoib: both|ours|intree|none   IPoIB drivers it runs with ("both"
+#                                    runs it twice, IPOIB=ours and intree)
+#   # timeout: SEC                   overrides timeout= from selftests/settings
+# Exit status of a test: 0 pass, 4 skip, anything else fail.
+
+set -uo pipefail
+
+DIR=$(dirname "$(readlink -f "$0")")
+list_only=0
+[[ ${1:-} == --total-timeout ]] && list_only=1
+if ((!list_only)) && [[ ${IPOIB_NG_GUEST:-} != 1 ]]; then
+	echo "guest-suite.sh: runs only in a test guest (selftests/run.sh)" >&2
+	exit 1
+fi
+TESTS=${TESTS:-}
+export KO_DIR=${KO_DIR:-}
+
+default_timeout=$(sed -n 's/^timeout=\([0-9]\+\)$/\1/p' "$DIR/settings" 2>/dev/null)
+default_timeout=${default_timeout:-120}
+
+header() {	# header FILE KEY
+	sed -n "s/^# $2: *\([a-z0-9]*\).*/\1/p" "$1" | head -n1
+}
+
+# Build the run list: "name ipoib file" per test run.
+runs=()
+if [[ -n $TESTS ]]; then
+	read -ra names <<<"$TESTS"
+else
+	names=()
+	for f in "$DIR"/tests/*.sh; do
+		[[ -x $f ]] && names+=("$(basename "$f" .sh)")
+	done
+fi
+for name in "${names[@]}"; do
+	f=$DIR/tests/$name.sh
+	if [[ ! -x $f ]]; then
+		runs+=("$name missing $f")
+		continue
+	fi
+	case $(header "$f" ipoib) in
+	both) runs+=("$name ours $f" "$name intree $f") ;;
+	ours) runs+=("$name ours $f") ;;
+	intree) runs+=("$name intree $f") ;;
+	*) runs+=("$name none $f") ;;
+	esac
+done
+
+# --total-timeout: print the sum of all run timeouts (for the guest's timeout).
+if ((list_only)); then
+	total=0
+	for run in "${runs[@]}"; do
+		read -r name ipoib f <<<"$run"
+		[[ $ipoib == missing ]] && continue
+		t=$(header "$f" timeout)
+		total=$((total + ${t:-$default_timeout}))
+	done
+	echo "$total"
+	exit 0
+fi
+
+# Best-effort reset between tests; fails if a module will not unload.
+cleanup() {
+	local m ok=0
+
+	ip -all netns delete 2>/dev/null
+	for m in ib_ipoib softib; do
+		[[ -d /sys/module/$m ]] || continue
+		slowwait_unload "$m" || {
+			echo "# module $m is stuck (refcnt $(cat /sys/module/$m/refcnt 2>/dev/null))"
+			lsmod | sed 's/^/# /'
+			ok=1
+		}
+	done
+	return $ok
+}
+
+slowwait_unload() {
+	local i
+
+	for i in $(seq 20); do
+		rmmod "$1" 2>/dev/null
+		[[ -d /sys/module/$1 ]] || return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# A marker in dmesg (KERN_INFO: not on the console at loglevel=5).
+kmsg() { echo "<6>ipoib-ng: $*" >/dev/kmsg 2>/dev/null || true; }
+
+echo "TAP version 13"
+echo "1..${#runs[@]}"
+n=0 pass=0 fail=0 skip=0
+out=$(mktemp)
+for run in "${runs[@]}"; do
+	read -r name ipoib f <<<"$run"
+	n=$((n + 1))
+	desc="$name [ipoib=$ipoib]"
+	if [[ $ipoib == missing ]]; then
+		echo "not ok $n $name # no such test: $f"
+		fail=$((fail + 1))
+		continue
+	fi
+	t=$(header "$f" timeout)
+	t=${t:-$default_timeout}
+
+	echo "# selftests: ipoib-ng: $desc"
+	kmsg "start $desc"
+	start=$SECONDS
+	IPOIB=$ipoib timeout -k 5 "$t" "$f" </dev/null 2>&1 | tee "$out" |
+		sed -u 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	kmsg "end $desc rc=$rc"
+	echo "# $desc: exit $rc after $((SECONDS - start))s"
+
+	if ! cleanup; then
+		echo "not ok $n $desc # modules left loaded"
+		fail=$((fail + 1))
+	elif [[ $rc -eq 0 ]]; then
+		echo "ok $n $desc"
+		pass=$((pass + 1))
+	elif [[ $rc -eq 4 ]]; then
+		reason=$(grep -o 'SKIP.*' "$out" | tail -n1 | sed 's/^SKIP:\? *//')
+		echo "ok $n $desc # SKIP ${reason:-exit 4}"
+		skip=$((skip + 1))
+	elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+		echo "not ok $n $desc # TIMEOUT ${t}s"
+		fail=$((fail + 1))
+	else
+		echo "not ok $n $desc # exit=$rc"
+		fail=$((fail + 1))
+	fi
+done
+rm -f "$out"
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
+((fail == 0))

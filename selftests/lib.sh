@@ -1,0 +1,298 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for ipoib-ng tests (selftests/tests/*.sh), in the style of the
+# kernel's tools/testing/selftests/net/lib.sh. Source it:
+#
+#   source "$(dirname "$0")/../lib.sh"
+#
+# Environment (set by guest-suite.sh): KO_DIR (the built softib.ko and
+# ib_ipoib.ko), IPOIB (ours, intree or none).
+
+ksft_pass=0
+ksft_fail=1
+ksft_skip=4
+
+KO_DIR=${KO_DIR:-}
+IPOIB=${IPOIB:-ours}
+
+# ---- KTAP -------------------------------------------------------------
+
+__ktap_n=0
+__ktap_pass=0
+__ktap_fail=0
+__ktap_skip=0
+
+ktap_header() {
+	echo "TAP version 13"
+	echo "1..$1"
+}
+
+ktap_diag() {
+	local line
+
+	while IFS= read -r line; do
+		echo "# $line"
+	done <<<"$*"
+}
+
+ktap_ok() {
+	__ktap_n=$((__ktap_n + 1))
+	__ktap_pass=$((__ktap_pass + 1))
+	echo "ok $__ktap_n $*"
+}
+
+ktap_fail() {
+	__ktap_n=$((__ktap_n + 1))
+	__ktap_fail=$((__ktap_fail + 1))
+	echo "not ok $__ktap_n $*"
+}
+
+# ktap_skip DESC REASON
+ktap_skip() {
+	__ktap_n=$((__ktap_n + 1))
+	__ktap_skip=$((__ktap_skip + 1))
+	echo "ok $__ktap_n $1 # SKIP ${2:-}"
+}
+
+# ktap_result RC DESC: ok if RC is 0, else not ok.
+ktap_result() {
+	local rc=$1
+
+	shift
+	if [[ $rc -eq 0 ]]; then
+		ktap_ok "$@"
+	else
+		ktap_fail "$@"
+	fi
+}
+
+# Exit 1 if anything failed, 4 if everything was skipped, else 0.
+ktap_finish() {
+	ktap_diag "totals: pass:$__ktap_pass fail:$__ktap_fail skip:$__ktap_skip"
+	if ((__ktap_fail)); then
+		exit $ksft_fail
+	elif ((__ktap_skip && !__ktap_pass)); then
+		exit $ksft_skip
+	fi
+	exit $ksft_pass
+}
+
+# forwarding/lib.sh style: check_err RC MSG records the first failure in
+# RET/RETMSG; log_test DESC reports it and resets.
+RET=0
+RETMSG=
+check_err() {
+	if [[ $RET -eq 0 && $1 -ne 0 ]]; then
+		RET=$1
+		RETMSG=${2:-}
+	fi
+}
+
+check_fail() {
+	if [[ $RET -eq 0 && $1 -eq 0 ]]; then
+		RET=1
+		RETMSG=${2:-}
+	fi
+}
+
+log_test() {
+	if [[ $RET -eq 0 ]]; then
+		ktap_ok "$1"
+	else
+		[[ -z $RETMSG ]] || ktap_diag "$RETMSG"
+		ktap_fail "$1"
+	fi
+	RET=0
+	RETMSG=
+}
+
+# ---- cleanup ----------------------------------------------------------
+
+__defer_cmds=()
+
+# defer CMD [ARG...]: run CMD at exit; deferred commands run in reverse order.
+defer() {
+	local cmd
+
+	printf -v cmd ' %q' "$@"
+	__defer_cmds+=("$cmd")
+}
+
+__defer_run() {
+	local i
+
+	for ((i = ${#__defer_cmds[@]} - 1; i >= 0; i--)); do
+		eval "${__defer_cmds[i]}" || true
+	done
+	__defer_cmds=()
+}
+
+__lib_exit() {
+	local rc=$?
+
+	__defer_run
+	cleanup_ns
+	exit $rc
+}
+trap __lib_exit EXIT
+
+# require_cmd CMD...: skip the whole test (exit 4) if a command is missing.
+require_cmd() {
+	local cmd
+
+	for cmd in "$@"; do
+		if ! command -v "$cmd" >/dev/null; then
+			echo "# SKIP: $cmd not installed"
+			exit $ksft_skip
+		fi
+	done
+}
+
+# ---- polling ----------------------------------------------------------
+
+# loopy_wait SLEEP_CMD TIMEOUT_MS CMD...: retry CMD until it succeeds or
+# TIMEOUT_MS passed; prints CMD's last output; returns its status.
+loopy_wait() {
+	local sleep_cmd=$1 timeout_ms=$2 start now out rc
+
+	shift 2
+	start=$(date +%s%3N)
+	while true; do
+		out=$("$@") && rc=0 || rc=$?
+		if [[ $rc -eq 0 ]]; then
+			[[ -z $out ]] || echo "$out"
+			return 0
+		fi
+		now=$(date +%s%3N)
+		if ((now - start > timeout_ms)); then
+			[[ -z $out ]] || echo "$out"
+			return "$rc"
+		fi
+		$sleep_cmd
+	done
+}
+
+# busywait TIMEOUT_MS CMD...
+busywait() {
+	local timeout_ms=$1
+
+	shift
+	loopy_wait "sleep 0.1" "$timeout_ms" "$@"
+}
+
+# slowwait TIMEOUT_SEC CMD...
+slowwait() {
+	local timeout_sec=$1
+
+	shift
+	loopy_wait "sleep 0.5" $((timeout_sec * 1000)) "$@"
+}
+
+# ---- network namespaces ----------------------------------------------
+
+NS_LIST=()
+
+# setup_ns VAR...: create a uniquely named netns per VAR and store its
+# name in VAR; they are deleted by cleanup_ns (run at exit).
+setup_ns() {
+	local var name
+
+	for var in "$@"; do
+		name="${var}-$$-$RANDOM"
+		ip netns add "$name" || return 1
+		ip -n "$name" link set lo up
+		NS_LIST+=("$name")
+		printf -v "$var" '%s' "$name"
+	done
+}
+
+cleanup_ns() {
+	local ns
+
+	for ns in "${NS_LIST[@]}"; do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	NS_LIST=()
+}
+
+# ---- modules ----------------------------------------------------------
+
+__ko() {
+	[[ -n $KO_DIR && -e $KO_DIR/$1 ]] || {
+		echo "lib.sh: $1 not found in KO_DIR='$KO_DIR'" >&2
+		return 1
+	}
+	echo "$KO_DIR/$1"
+}
+
+# __insmod_deps KO [PARAM=VALUE...]: modprobe what KO depends on (from
+# the test kernel's modules), then insmod KO.
+__insmod_deps() {
+	local ko=$1 deps
+
+	shift
+	deps=$(modinfo -F depends "$ko") || return 1
+	if [[ -n $deps ]]; then
+		modprobe -a ${deps//,/ } || return 1
+	fi
+	insmod "$ko" "$@"
+}
+
+# load_softib [PARAM=VALUE...]: our software HCA, on the kernel's ib_core.
+load_softib() {
+	local ko
+
+	ko=$(__ko softib.ko) || return 1
+	modprobe ib_core || return 1
+	modprobe -q ib_uverbs || true
+	__insmod_deps "$ko" "$@"
+}
+
+unload_softib() {
+	[[ -d /sys/module/softib ]] || return 0
+	rmmod softib
+}
+
+# load_ipoib [PARAM=VALUE...]: ib_ipoib chosen by $IPOIB: "ours" is
+# KO_DIR/ib_ipoib.ko, "intree" the test kernel's own (KO_DIR is not in the
+# module search path, so modprobe can only find the in-tree one).
+load_ipoib() {
+	local ko
+
+	case $IPOIB in
+	ours)
+		ko=$(__ko ib_ipoib.ko) || return 1
+		# ib_sa is part of ib_core; ib_cm is a module of its own.
+		modprobe -a ib_core ib_cm || return 1
+		__insmod_deps "$ko" "$@"
+		;;
+	intree)
+		modprobe ib_ipoib "$@"
+		;;
+	*)
+		echo "lib.sh: load_ipoib with IPOIB='$IPOIB'" >&2
+		return 1
+		;;
+	esac
+}
+
+unload_ipoib() {
+	[[ -d /sys/module/ib_ipoib ]] || return 0
+	rmmod ib_ipoib
+}
+
+# ipoib_module_path: which ib_ipoib is loaded (for diagnostics).
+ipoib_module_path() {
+	local v
+
+	if [[ ! -d /sys/module/ib_ipoib ]]; then
+		echo "ib_ipoib not loaded"
+		return 1
+	fi
+	v=$(cat /sys/module/ib_ipoib/version 2>/dev/null || true)
+	if grep -q O /sys/module/ib_ipoib/taint 2>/dev/null; then
+		echo "ib_ipoib: out-of-tree ($KO_DIR/ib_ipoib.ko) ${v:+version $v}"
+	else
+		echo "ib_ipoib: in-tree ($(modinfo -n ib_ipoib 2>/dev/null))"
+	fi
+}

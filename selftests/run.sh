@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build ipoib-ng for Debian test kernels and run the suite in QEMU guests.
+#
+#   selftests/run.sh SERIES...          e.g. "6.1 6.12" (make check)
+#   selftests/run.sh --shell SERIES     interactive guest shell (make shell)
+#
+# Per kernel ABI: a shadow source tree in .build/<abi>/ (symlinks, so the
+# work tree stays clean and both kernels build side by side), the modules
+# collected in .build/<abi>/ko/, and the guest's output, dmesg and console
+# log in .build/<abi>/results/. Env TESTS="a b" runs a subset.
+# The last line is "N passed, N failed, N skipped"; exit status 1 on any
+# failure (a failed build or a guest that died counts as one).
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VM=$ROOT/selftests/vm
+cd "$ROOT"
+export TESTS=${TESTS:-}
+
+shell=0
+if [[ ${1:-} == --shell ]]; then
+	shell=1
+	shift
+fi
+[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell] SERIES..." >&2; exit 1; }
+
+resolve_abi() {
+	"$VM/kernels.sh" abi "$1" 2>/dev/null && return
+	"$VM/kernels.sh" fetch "$1" >&2
+	"$VM/kernels.sh" abi "$1"
+}
+
+# build ABI: modules into .build/ABI/ko/; the log is .build/ABI/build.log.
+build() {
+	local abi=$1 b=.build/$1 f
+
+	mkdir -p "$b"
+	# Refresh the shadow tree: sources only (the work tree may hold
+	# objects of an in-tree build), stale links dropped.
+	find "$b" -xtype l -delete
+	{
+		echo Kbuild
+		find drivers include -type f \
+			\( -name '*.[chS]' -o -name Kbuild -o -name Makefile \)
+	} | while read -r f; do
+		mkdir -p "$b/$(dirname "$f")"
+		ln -sfn "$ROOT/$f" "$b/$f"
+	done
+	rm -rf "$b/ko"
+	mkdir -p "$b/ko"
+	if ! make -C "/usr/src/linux-headers-$abi" M="$ROOT/$b" -j"$(nproc)" \
+		modules >"$b/build.log" 2>&1; then
+		return 1
+	fi
+	find "$b" -path "$b/ko" -prune -o -name '*.ko' -print |
+		xargs -r cp -t "$b/ko"
+}
+
+if ((shell)); then
+	abi=$(resolve_abi "$1")
+	build "$abi" || { tail -n 30 ".build/$abi/build.log"; echo "build failed" >&2; }
+	echo "KO_DIR=$ROOT/.build/$abi/ko; guest poweroff: exit"
+	exec "$VM/run-guest.sh" --abi "$abi" --shell -- \
+		env KO_DIR="$ROOT/.build/$abi/ko" EXPECT_ABI="$abi" bash -l
+fi
+
+timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 ))
+pass=0 fail=0 skip=0
+for series in "$@"; do
+	start=$SECONDS
+	if ! abi=$(resolve_abi "$series"); then
+		echo "not ok - kernel series $series: cannot resolve its ABI"
+		fail=$((fail + 1))
+		continue
+	fi
+	echo "# kernel $abi"
+	b=.build/$abi
+	if ! build "$abi"; then
+		sed 's/^/# build: /' "$b/build.log" | tail -n 40
+		echo "not ok - build on $abi failed (log: $b/build.log)"
+		fail=$((fail + 1))
+		continue
+	fi
+	echo "# kernel $abi: built $(cd "$b/ko" && echo *.ko) in $((SECONDS - start))s"
+
+	rc=0
+	"$VM/run-guest.sh" --abi "$abi" --timeout "$timeout" --results "$b/results" \
+		-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
+		"$ROOT/selftests/guest-suite.sh" || rc=$?
+
+	out=$b/results/output
+	[[ -e $out ]] || : >"$out"
+	p=$(grep -cE '^ok ' "$out" || true)
+	s=$(grep -cE '^ok .*# SKIP' "$out" || true)
+	f=$(grep -cE '^not ok ' "$out" || true)
+	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
+	echo "# kernel $abi: $((p - s)) passed, $f failed, $s skipped"
+	case $rc in
+	0) ;;
+	1) ((f)) || { echo "not ok - $abi: suite failed without a failed test"; fail=$((fail + 1)); } ;;
+	2) echo "not ok - $abi: guest died without a status (see $b/results/console.log)"; fail=$((fail + 1)) ;;
+	3) echo "not ok - $abi: kernel reported a problem (see $b/results/dmesg)"; fail=$((fail + 1)) ;;
+	124) echo "not ok - $abi: guest timed out after ${timeout}s"; fail=$((fail + 1)) ;;
+	*) echo "not ok - $abi: guest exit status $rc"; fail=$((fail + 1)) ;;
+	esac
+	echo "# kernel $abi: $((SECONDS - start))s"
+done
+
+echo "$pass passed, $fail failed, $skip skipped"
+((fail == 0))
