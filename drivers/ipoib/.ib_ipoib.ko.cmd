@@ -1,1 +1,0 @@
-cmd_/work/main/drivers/ipoib/ib_ipoib.ko := ld -r -m elf_x86_64 -z noexecstack --no-warn-rwx-segments --build-id=sha1  -T arch/x86/module.lds -o /work/main/drivers/ipoib/ib_ipoib.ko /work/main/drivers/ipoib/ib_ipoib.o /work/main/drivers/ipoib/ib_ipoib.mod.o;  true

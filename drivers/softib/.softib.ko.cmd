@@ -1,1 +1,0 @@
-cmd_/work/main/drivers/softib/softib.ko := ld -r -m elf_x86_64 -z noexecstack --no-warn-rwx-segments --build-id=sha1  -T arch/x86/module.lds -o /work/main/drivers/softib/softib.ko /work/main/drivers/softib/softib.o /work/main/drivers/softib/softib.mod.o;  true
