@@ -29,7 +29,7 @@ KSER ?= 6.1 6.12
 CACHE ?= /var/cache/ipoib-ng
 VM := selftests/vm
 
-SOURCES := $(shell find drivers include -name '*.[ch]')
+SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
 	deps kernels check shell demo bench

@@ -171,69 +171,24 @@ static void softib_srq_check_limit(struct softib_srq *srq)
 }
 
 /*
- * Deliver one datagram into one receiving QP, as its port would: check the
- * partition and Q_Key, consume a receive WQE, write GRH space + payload,
- * complete. Called under rcu_read_lock().
+ * Consume one receive WQE of "rq" (the QP's own queue or its SRQ) for a
+ * datagram: GRH space + payload, then the receive completion. The WQE is
+ * consumed only after the data is in place, with the queue's lock held
+ * throughout, so a poster cannot reuse its slot.
  */
-static void softib_deliver_ud(const struct softib_pkt *pkt,
-			      struct softib_qp *dqp)
+static void softib_recv_ud(const struct softib_pkt *pkt, struct softib_qp *dqp,
+			   struct softib_port *dport, struct softib_wq *rq,
+			   int pkey_index)
 {
-	struct softib_port *dport = softib_port(dqp->sdev, dqp->port_num);
 	const struct softib_swqe *wqe = pkt->wqe;
 	struct softib_rwqe *rwqe;
-	struct softib_wq *rq;
 	struct ib_wc wc = {};
-	unsigned long flags;
 	u32 space = 0;
-	int pkey_index;
 	u32 i;
 
-	if (READ_ONCE(dport->state) != IB_PORT_ACTIVE) {
-		softib_drop(dport, SOFTIB_DROP_PORT_DOWN);
-		return;
-	}
-	switch (dqp->ibqp.qp_type) {
-	case IB_QPT_SMI:
-		pkey_index = 0;
-		break;
-	case IB_QPT_GSI:
-		pkey_index = softib_pkey_match(dport, pkt->pkey, -1);
-		break;
-	default:
-		pkey_index = softib_pkey_match(dport, pkt->pkey,
-					       READ_ONCE(dqp->pkey_index));
-		break;
-	}
-	if (pkey_index < 0) {
-		softib_drop(dport, SOFTIB_DROP_PKEY);
-		return;
-	}
-	if (dqp->ibqp.qp_type != IB_QPT_SMI &&
-	    pkt->qkey != READ_ONCE(dqp->qkey)) {
-		softib_drop(dport, SOFTIB_DROP_QKEY);
-		return;
-	}
-
-	/*
-	 * The receive WQE is consumed only after the data is in place, with
-	 * the queue's lock held throughout, so a poster cannot reuse its slot.
-	 */
-	spin_lock_irqsave(&dqp->rq.lock, flags);
-	if (!softib_qp_can_recv(dqp->state)) {
-		spin_unlock_irqrestore(&dqp->rq.lock, flags);
-		softib_drop(dport, SOFTIB_DROP_NO_QP);
-		return;
-	}
-	rq = &dqp->rq;
-	if (dqp->srq) {
-		rq = &dqp->srq->rq;
-		spin_lock(&rq->lock);
-	}
+	lockdep_assert_held(&rq->lock);
 	if (!softib_wq_used(rq)) {
 		/* UD has no RNR: the datagram is simply lost */
-		if (dqp->srq)
-			spin_unlock(&rq->lock);
-		spin_unlock_irqrestore(&dqp->rq.lock, flags);
 		softib_drop(dport, SOFTIB_DROP_NO_RWQE);
 		return;
 	}
@@ -271,9 +226,56 @@ static void softib_deliver_ud(const struct softib_pkt *pkt,
 	}
 	rq->tail++;
 	softib_cq_add(dqp->rcq, &wc, wqe->send_flags & IB_SEND_SOLICITED);
-	if (dqp->srq) {
+}
+
+/*
+ * Deliver one datagram into one receiving QP, as its port would: port
+ * state, partition, Q_Key, then a receive WQE. Called under rcu_read_lock().
+ */
+static void softib_deliver_ud(const struct softib_pkt *pkt,
+			      struct softib_qp *dqp)
+{
+	struct softib_port *dport = softib_port(dqp->sdev, dqp->port_num);
+	unsigned long flags;
+	int pkey_index;
+
+	if (READ_ONCE(dport->state) != IB_PORT_ACTIVE) {
+		softib_drop(dport, SOFTIB_DROP_PORT_DOWN);
+		return;
+	}
+	switch (dqp->ibqp.qp_type) {
+	case IB_QPT_SMI:
+		pkey_index = 0;
+		break;
+	case IB_QPT_GSI:
+		pkey_index = softib_pkey_match(dport, pkt->pkey, -1);
+		break;
+	default:
+		pkey_index = softib_pkey_match(dport, pkt->pkey,
+					       READ_ONCE(dqp->pkey_index));
+		break;
+	}
+	if (pkey_index < 0) {
+		softib_drop(dport, SOFTIB_DROP_PKEY);
+		return;
+	}
+	if (dqp->ibqp.qp_type != IB_QPT_SMI &&
+	    pkt->qkey != READ_ONCE(dqp->qkey)) {
+		softib_drop(dport, SOFTIB_DROP_QKEY);
+		return;
+	}
+
+	/* the QP's rq.lock keeps its state stable while we deliver */
+	spin_lock_irqsave(&dqp->rq.lock, flags);
+	if (!softib_qp_can_recv(dqp->state)) {
+		softib_drop(dport, SOFTIB_DROP_NO_QP);
+	} else if (dqp->srq) {
+		spin_lock(&dqp->srq->rq.lock);
+		softib_recv_ud(pkt, dqp, dport, &dqp->srq->rq, pkey_index);
 		softib_srq_check_limit(dqp->srq);
-		spin_unlock(&rq->lock);
+		spin_unlock(&dqp->srq->rq.lock);
+	} else {
+		softib_recv_ud(pkt, dqp, dport, &dqp->rq, pkey_index);
 	}
 	spin_unlock_irqrestore(&dqp->rq.lock, flags);
 }

@@ -240,7 +240,7 @@ static int softib_create_cq(struct ib_cq *ibcq,
 			    const struct ib_cq_init_attr *attr,
 			    COMPAT_CREATE_CQ_CTX *ctx)
 {
-	return softib_create_cq_common(ibcq, attr, ctx != NULL);
+	return softib_create_cq_common(ibcq, attr, !!ctx);
 }
 
 static const struct ib_device_ops softib_cq_ops = {

@@ -29,7 +29,7 @@
 #define SOFTIB_MAX_MR		16384
 #define SOFTIB_MAX_MCAST_GRP	8192
 #define SOFTIB_MAX_MCAST_ATTACH	1024
-#define SOFTIB_MAX_MSG		(1U << 31)
+#define SOFTIB_MAX_MSG		BIT(31)
 /* UD payload limit: the port's MTU (4096); the GRH sits in front of it. */
 #define SOFTIB_MTU		IB_MTU_4096
 #define SOFTIB_MTU_BYTES	4096
