@@ -17,17 +17,6 @@
 
 #include "softib.h"
 
-/* A packet in flight: the sender's WQE plus what the wire would carry. */
-struct softib_pkt {
-	struct softib_qp *src;
-	struct softib_port *sport;
-	const struct softib_swqe *wqe;
-	u16 slid;
-	u16 pkey;
-	u32 qkey;
-	bool mcast;
-};
-
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited)
 {
 	struct softib_dev *sdev = to_sdev(cq->ibcq.device);
@@ -90,8 +79,8 @@ static void *softib_sge_va(const struct ib_sge *sge)
  * Copy "len" bytes from a gather list into a scatter list starting "off"
  * bytes into the scatter list. Both lists hold kernel virtual addresses.
  */
-static void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
-			   const struct ib_sge *src, u32 nsrc, u32 len)
+void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
+		    const struct ib_sge *src, u32 nsrc, u32 len)
 {
 	u32 di = 0, si = 0, soff = 0;
 
@@ -134,7 +123,8 @@ static void softib_write_grh(const struct softib_pkt *pkt,
 	grh.next_hdr = SOFTIB_GRH_NEXT_HDR;
 	grh.hop_limit = av->hop_limit;
 	grh.sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
-	grh.sgid.global.interface_id = softib_port_guid(pkt->sport->num);
+	/* LID N belongs to port N */
+	grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
 	grh.dgid = av->dgid;
 	softib_copy_sg(dst, ndst, 0, &src, 1, sizeof(grh));
 }
@@ -212,7 +202,7 @@ static void softib_recv_ud(const struct softib_pkt *pkt, struct softib_qp *dqp,
 			       wqe->sge, wqe->num_sge, wqe->length);
 		wc.status = IB_WC_SUCCESS;
 		wc.byte_len = IB_GRH_BYTES + wqe->length;
-		wc.src_qp = pkt->src->ibqp.qp_num;
+		wc.src_qp = pkt->src_qpn;
 		wc.slid = pkt->slid;
 		wc.sl = wqe->av.sl;
 		wc.port_num = dport->num;
@@ -287,13 +277,24 @@ static struct softib_port *softib_lid_to_port(struct softib_dev *sdev, u16 lid)
 	return softib_port(sdev, lid);
 }
 
-static void softib_route_ud(struct softib_pkt *pkt)
+/* Route one datagram by DLID and deliver it. */
+void softib_route_pkt(struct softib_pkt *pkt)
 {
-	struct softib_dev *sdev = pkt->src->sdev;
+	struct softib_dev *sdev = pkt->sdev;
 	const struct softib_swqe *wqe = pkt->wqe;
 	u16 dlid = wqe->av.dlid;
 	struct softib_port *dport;
 	struct softib_qp *dqp;
+
+	/* the subnet administrator answers at (SM LID, QP1) */
+	if (dlid == SOFTIB_SM_LID) {
+		if (wqe->remote_qpn == 1 && pkt->qkey == SOFTIB_QP1_QKEY &&
+		    pkt->sport)
+			softib_sa_recv(pkt);
+		else if (pkt->sport)
+			softib_drop(pkt->sport, SOFTIB_DROP_NO_QP);
+		return;
+	}
 
 	rcu_read_lock();
 	if (dlid >= SOFTIB_MLID_BASE && dlid != SOFTIB_LID_PERMISSIVE) {
@@ -306,7 +307,7 @@ static void softib_route_ud(struct softib_pkt *pkt)
 				continue;
 			list_for_each_entry_rcu(a, &mc->attached, list) {
 				if (a->qp == pkt->src &&
-				    pkt->src->block_mcast_loopback)
+				    a->qp->block_mcast_loopback)
 					continue;
 				softib_deliver_ud(pkt, a->qp);
 			}
@@ -317,7 +318,8 @@ static void softib_route_ud(struct softib_pkt *pkt)
 
 	dport = softib_lid_to_port(sdev, dlid);
 	if (!dport) {
-		softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);
+		if (pkt->sport)
+			softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);
 		goto out_unlock;
 	}
 	if (wqe->remote_qpn <= 1)
@@ -339,9 +341,11 @@ static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
 {
 	struct softib_port *sport = softib_port(qp->sdev, qp->port_num);
 	struct softib_pkt pkt = {
+		.sdev = qp->sdev,
 		.src = qp,
 		.sport = sport,
 		.wqe = wqe,
+		.src_qpn = qp->ibqp.qp_num,
 		.slid = sport->lid,
 	};
 
@@ -372,7 +376,7 @@ static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
 	}
 	atomic64_inc(&sport->cnt.xmit_packets);
 	atomic64_add(wqe->length, &sport->cnt.xmit_bytes);
-	softib_route_ud(&pkt);
+	softib_route_pkt(&pkt);
 	return IB_WC_SUCCESS;
 }
 

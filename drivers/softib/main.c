@@ -285,15 +285,19 @@ static struct softib_dev *softib_create(u32 nports)
 	spin_lock_init(&sdev->mcast_lock);
 	INIT_LIST_HEAD(&sdev->mcast);
 	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
+	ret = softib_sa_init(sdev);
+	if (ret)
+		goto err_free_ports;
 
 	/*
 	 * The send engine and completion notification run here, never in
 	 * the poster's context: ib_mad posts with a spinlock held and IRQs
 	 * off, and consumers re-post from their completion handlers.
 	 */
+	ret = -ENOMEM;
 	sdev->wq = alloc_workqueue("softib", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!sdev->wq)
-		goto err_free_ports;
+		goto err_sa_cleanup;
 
 	sdev->pdev = platform_device_register_simple("softib", PLATFORM_DEVID_AUTO,
 						     NULL, 0);
@@ -325,6 +329,8 @@ err_unregister_pdev:
 	platform_device_unregister(sdev->pdev);
 err_destroy_wq:
 	destroy_workqueue(sdev->wq);
+err_sa_cleanup:
+	softib_sa_cleanup(sdev);
 err_free_ports:
 	kfree(sdev->ports);
 err_dealloc:
@@ -348,6 +354,7 @@ static void softib_destroy(struct softib_dev *sdev)
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);
 	destroy_workqueue(sdev->wq);
+	softib_sa_cleanup(sdev);
 	platform_device_unregister(sdev->pdev);
 	kfree(sdev->ports);
 	ib_dealloc_device(&sdev->ibdev);

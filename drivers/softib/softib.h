@@ -9,6 +9,7 @@
 
 #include <linux/atomic.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
@@ -98,6 +99,10 @@ struct softib_dev {
 	spinlock_t mcast_lock;
 	struct list_head mcast;
 	u32 n_mcast;
+	/* the subnet administrator's multicast groups (sa.c) */
+	struct mutex sa_lock;
+	struct list_head mcgs;
+	atomic64_t sa_requests;
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -223,6 +228,36 @@ struct softib_mcast {
 	struct rcu_head rcu;
 };
 
+/* A multicast group as the SA knows it (membership, not QP attachment). */
+struct softib_mcg {
+	struct list_head list;
+	union ib_gid mgid;
+	u16 mlid;
+	u16 pkey;
+	u32 qkey;
+	u8 mtu;
+	u8 rate;
+	u8 sl;
+	u8 tclass;
+	u32 flow_label;
+	u8 hop_limit;
+	bool permanent;		/* created by the partition policy */
+	struct list_head members;
+};
+
+/* A packet in flight: a send WQE plus what the wire would carry. */
+struct softib_pkt {
+	struct softib_dev *sdev;
+	struct softib_qp *src;		/* NULL when the SA sends */
+	struct softib_port *sport;	/* NULL when the SA sends */
+	const struct softib_swqe *wqe;
+	u32 src_qpn;
+	u16 slid;
+	u16 pkey;
+	u32 qkey;
+	bool mcast;
+};
+
 static inline struct softib_dev *to_sdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct softib_dev, ibdev);
@@ -324,6 +359,23 @@ void softib_mcast_cleanup(struct softib_dev *sdev);
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
 void softib_send_worker(struct work_struct *work);
 void softib_flush_rq(struct softib_qp *qp);
+void softib_route_pkt(struct softib_pkt *pkt);
+void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
+		    const struct ib_sge *src, u32 nsrc, u32 len);
+
+/* sa.c */
+int softib_sa_init(struct softib_dev *sdev);
+void softib_sa_cleanup(struct softib_dev *sdev);
+void softib_sa_recv(const struct softib_pkt *pkt);
+struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
+				       const union ib_gid *gid);
+int softib_port_find_pkey(struct softib_port *port, u16 pkey);
+struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
+				     const union ib_gid *mgid, u32 qkey,
+				     u16 pkey, u8 mtu, u8 rate, u8 sl,
+				     u8 tclass, u32 flow_label, u8 hop_limit,
+				     bool permanent);
+void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * softib: the subnet administrator at the SM LID.
+ *
+ * GSI datagrams sent to (SM LID, QP1) end up here instead of on a port.
+ * The SA answers the way OpenSM does for the queries kernel ULPs make:
+ * ClassPortInfo, PathRecord Get (single record, no RMPP) and
+ * MCMemberRecord Set (join/create), Delete (leave) and Get. The reply goes
+ * back into the requester's QP1 from SLID = SM LID, QP 1, with the TID of
+ * the request and no GRH.
+ *
+ * Runs in the requester's send engine (process context, no softib lock
+ * held); sa_lock serialises the multicast group table.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/slab.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_sa.h>
+
+#include "softib.h"
+
+/* SA-specific MAD status codes (IBTA 15.2.1.1, in bits 8..14 of status) */
+#define SOFTIB_SA_ERR_REQ_INVALID	0x0200
+#define SOFTIB_SA_ERR_NO_RECORDS	0x0300
+#define SOFTIB_SA_ERR_INSUFFICIENT_COMP	0x0600
+
+/* Wire layout of PathRecord (64 bytes), IBTA 15.2.5.16 */
+#define PR_DGID		8
+#define PR_SGID		24
+#define PR_DLID		40
+#define PR_SLID		42
+#define PR_FLOW_HOP	44	/* raw(1) rsvd(3) flow label(20) hop limit(8) */
+#define PR_TCLASS	48
+#define PR_REV_NUMB	49	/* reversible(1) numb_path(7) */
+#define PR_PKEY		50
+#define PR_QOS_SL	52	/* QoS class(12) SL(4) */
+#define PR_MTU		54	/* selector(2) value(6) */
+#define PR_RATE		55
+#define PR_LIFE		56
+
+/* Wire layout of MCMemberRecord (52 bytes), IBTA 15.2.5.17 */
+#define MC_MGID		0
+#define MC_PORT_GID	16
+#define MC_QKEY		32
+#define MC_MLID		36
+#define MC_MTU		38
+#define MC_TCLASS	39
+#define MC_PKEY		40
+#define MC_RATE		42
+#define MC_LIFE		43
+#define MC_SL_FLOW_HOP	44	/* SL(4) flow label(20) hop limit(8) */
+#define MC_SCOPE_JOIN	48	/* scope(4) join state(4) */
+
+#define SEL_EXACTLY	(2 << 6)
+#define SOFTIB_PKT_LIFE	18	/* OpenSM's default subnet packet life time */
+
+/* the creating components OpenSM requires for a new group */
+#define MC_CREATE_COMP	(IB_SA_MCMEMBER_REC_QKEY | IB_SA_MCMEMBER_REC_TRAFFIC_CLASS | \
+			 IB_SA_MCMEMBER_REC_PKEY | IB_SA_MCMEMBER_REC_FLOW_LABEL | \
+			 IB_SA_MCMEMBER_REC_SL)
+
+struct softib_mcg_member {
+	struct list_head list;
+	union ib_gid port_gid;
+	u8 join_state;
+};
+
+static void put_be16(u8 *p, u16 v)
+{
+	*(__be16 *)p = cpu_to_be16(v);
+}
+
+static void put_be32(u8 *p, u32 v)
+{
+	*(__be32 *)p = cpu_to_be32(v);
+}
+
+static u16 get_be16(const u8 *p)
+{
+	return be16_to_cpu(*(const __be16 *)p);
+}
+
+static u32 get_be32(const u8 *p)
+{
+	return be32_to_cpu(*(const __be32 *)p);
+}
+
+/* Which of our ports owns a GID; NULL for a GID not on this fabric. */
+struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
+				       const union ib_gid *gid)
+{
+	u64 guid = be64_to_cpu(gid->global.interface_id);
+	u32 num = guid & 0xff;
+
+	if (be64_to_cpu(gid->global.subnet_prefix) != SOFTIB_SUBNET_PREFIX ||
+	    (guid & ~0xffULL) != SOFTIB_NODE_GUID || num < 1 ||
+	    num > sdev->nports)
+		return NULL;
+	return softib_port(sdev, num);
+}
+
+/* Index of the P_Key with these low 15 bits in a port's table, or -1. */
+int softib_port_find_pkey(struct softib_port *port, u16 pkey)
+{
+	int i, found = -1;
+
+	for (i = 0; i < SOFTIB_PKEY_TBL_LEN; i++) {
+		u16 p = READ_ONCE(port->pkeys[i]);
+
+		if (!(p & 0x7fff) || (p & 0x7fff) != (pkey & 0x7fff))
+			continue;
+		if (p & 0x8000)
+			return i;	/* prefer the full-member entry */
+		found = i;
+	}
+	return found;
+}
+
+static void softib_sa_class_port_info(struct ib_sa_mad *resp)
+{
+	struct ib_class_port_info *cpi = (struct ib_class_port_info *)resp->data;
+
+	cpi->base_version = IB_MGMT_BASE_VERSION;
+	cpi->class_version = IB_SA_CLASS_VERSION;
+	ib_set_cpi_resp_time(cpi, SOFTIB_PKT_LIFE);
+	ib_set_cpi_capmask2(cpi, IB_SA_CAP_MASK2_SENDONLY_FULL_MEM_SUPPORT);
+}
+
+static u16 softib_sa_path_rec(struct softib_dev *sdev,
+			      struct softib_port *requester,
+			      const struct ib_sa_mad *req, struct ib_sa_mad *resp)
+{
+	const u8 *q = req->data;
+	u8 *r = resp->data;
+	__be64 comp = req->sa_hdr.comp_mask;
+	struct softib_port *sport, *dport;
+	union ib_gid sgid, dgid;
+	int si, di;
+	u16 pkey;
+
+	if (!(comp & IB_SA_PATH_REC_DGID))
+		return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
+	memcpy(&dgid, q + PR_DGID, sizeof(dgid));
+	dport = softib_gid_to_port(sdev, &dgid);
+	if (comp & IB_SA_PATH_REC_SGID) {
+		memcpy(&sgid, q + PR_SGID, sizeof(sgid));
+		sport = softib_gid_to_port(sdev, &sgid);
+	} else {
+		sport = requester;
+		sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+		sgid.global.interface_id = softib_port_guid(sport->num);
+	}
+	if (!sport || !dport)
+		return SOFTIB_SA_ERR_NO_RECORDS;
+
+	/* a path exists only inside a partition both ends belong to */
+	pkey = (comp & IB_SA_PATH_REC_PKEY) ? get_be16(q + PR_PKEY) :
+					      READ_ONCE(sport->pkeys[0]);
+	si = softib_port_find_pkey(sport, pkey);
+	di = softib_port_find_pkey(dport, pkey);
+	if (si < 0 || di < 0 ||
+	    !((READ_ONCE(sport->pkeys[si]) | READ_ONCE(dport->pkeys[di])) & 0x8000))
+		return SOFTIB_SA_ERR_NO_RECORDS;
+
+	memcpy(r + PR_DGID, &dgid, sizeof(dgid));
+	memcpy(r + PR_SGID, &sgid, sizeof(sgid));
+	put_be16(r + PR_DLID, dport->lid);
+	put_be16(r + PR_SLID, sport->lid);
+	put_be32(r + PR_FLOW_HOP, 0);
+	r[PR_TCLASS] = (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ? q[PR_TCLASS] : 0;
+	r[PR_REV_NUMB] = 0x80 | 1;	/* reversible, one path */
+	put_be16(r + PR_PKEY, pkey | (READ_ONCE(sport->pkeys[si]) & 0x8000));
+	put_be16(r + PR_QOS_SL, 0);
+	r[PR_MTU] = SEL_EXACTLY | SOFTIB_MTU;
+	r[PR_RATE] = SEL_EXACTLY | IB_RATE_100_GBPS;
+	r[PR_LIFE] = SEL_EXACTLY | SOFTIB_PKT_LIFE;
+	return 0;
+}
+
+static struct softib_mcg *softib_mcg_find(struct softib_dev *sdev,
+					  const union ib_gid *mgid)
+{
+	struct softib_mcg *g;
+
+	lockdep_assert_held(&sdev->sa_lock);
+	list_for_each_entry(g, &sdev->mcgs, list)
+		if (!memcmp(&g->mgid, mgid, sizeof(*mgid)))
+			return g;
+	return NULL;
+}
+
+static int softib_mcg_alloc_mlid(struct softib_dev *sdev)
+{
+	struct softib_mcg *g;
+	u16 mlid;
+	bool used;
+
+	lockdep_assert_held(&sdev->sa_lock);
+	for (mlid = SOFTIB_MLID_BASE + 1; mlid < SOFTIB_LID_PERMISSIVE; mlid++) {
+		used = false;
+		list_for_each_entry(g, &sdev->mcgs, list)
+			if (g->mlid == mlid)
+				used = true;
+		if (!used)
+			return mlid;
+	}
+	return -ENOSPC;
+}
+
+/* Create a group; the caller checked the components. */
+struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
+				     const union ib_gid *mgid, u32 qkey,
+				     u16 pkey, u8 mtu, u8 rate, u8 sl,
+				     u8 tclass, u32 flow_label, u8 hop_limit,
+				     bool permanent)
+{
+	struct softib_mcg *g;
+	int mlid;
+
+	lockdep_assert_held(&sdev->sa_lock);
+	mlid = softib_mcg_alloc_mlid(sdev);
+	if (mlid < 0)
+		return NULL;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return NULL;
+	g->mgid = *mgid;
+	g->mlid = mlid;
+	g->qkey = qkey;
+	g->pkey = pkey;
+	g->mtu = mtu;
+	g->rate = rate;
+	g->sl = sl;
+	g->tclass = tclass;
+	g->flow_label = flow_label;
+	g->hop_limit = hop_limit;
+	g->permanent = permanent;
+	INIT_LIST_HEAD(&g->members);
+	list_add_tail(&g->list, &sdev->mcgs);
+	return g;
+}
+
+void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g)
+{
+	struct softib_mcg_member *m, *tmp;
+
+	lockdep_assert_held(&sdev->sa_lock);
+	list_for_each_entry_safe(m, tmp, &g->members, list) {
+		list_del(&m->list);
+		kfree(m);
+	}
+	list_del(&g->list);
+	kfree(g);
+}
+
+static struct softib_mcg_member *softib_mcg_member(struct softib_mcg *g,
+						   const union ib_gid *port_gid)
+{
+	struct softib_mcg_member *m;
+
+	list_for_each_entry(m, &g->members, list)
+		if (!memcmp(&m->port_gid, port_gid, sizeof(*port_gid)))
+			return m;
+	return NULL;
+}
+
+static void softib_mcg_fill(const struct softib_mcg *g,
+			    const union ib_gid *port_gid, u8 join_state, u8 *r)
+{
+	memcpy(r + MC_MGID, &g->mgid, sizeof(g->mgid));
+	memcpy(r + MC_PORT_GID, port_gid, sizeof(*port_gid));
+	put_be32(r + MC_QKEY, g->qkey);
+	put_be16(r + MC_MLID, g->mlid);
+	r[MC_MTU] = SEL_EXACTLY | g->mtu;
+	r[MC_TCLASS] = g->tclass;
+	put_be16(r + MC_PKEY, g->pkey);
+	r[MC_RATE] = SEL_EXACTLY | g->rate;
+	r[MC_LIFE] = SEL_EXACTLY | SOFTIB_PKT_LIFE;
+	put_be32(r + MC_SL_FLOW_HOP, (g->sl << 28) | (g->flow_label << 8) |
+		 g->hop_limit);
+	r[MC_SCOPE_JOIN] = ((g->mgid.raw[1] & 0xf) << 4) | (join_state & 0xf);
+}
+
+static u16 softib_sa_mcmember(struct softib_dev *sdev, u8 method,
+			      const struct ib_sa_mad *req,
+			      struct ib_sa_mad *resp)
+{
+	const u8 *q = req->data;
+	__be64 comp = req->sa_hdr.comp_mask;
+	u8 join = q[MC_SCOPE_JOIN] & 0xf;
+	struct softib_mcg_member *m;
+	union ib_gid mgid, port_gid;
+	struct softib_port *port;
+	struct softib_mcg *g;
+	int idx;
+
+	if (!(comp & IB_SA_MCMEMBER_REC_MGID))
+		return method == IB_MGMT_METHOD_GET ? SOFTIB_SA_ERR_NO_RECORDS :
+						      SOFTIB_SA_ERR_INSUFFICIENT_COMP;
+	memcpy(&mgid, q + MC_MGID, sizeof(mgid));
+	memcpy(&port_gid, q + MC_PORT_GID, sizeof(port_gid));
+
+	lockdep_assert_held(&sdev->sa_lock);
+	g = softib_mcg_find(sdev, &mgid);
+
+	if (method == IB_MGMT_METHOD_GET) {
+		if (!g)
+			return SOFTIB_SA_ERR_NO_RECORDS;
+		m = softib_mcg_member(g, &port_gid);
+		softib_mcg_fill(g, &port_gid, m ? m->join_state : 0,
+				resp->data);
+		return 0;
+	}
+
+	if (!(comp & IB_SA_MCMEMBER_REC_PORT_GID) ||
+	    !(comp & IB_SA_MCMEMBER_REC_JOIN_STATE))
+		return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
+	port = softib_gid_to_port(sdev, &port_gid);
+	if (!port || !join || mgid.raw[0] != 0xff)
+		return SOFTIB_SA_ERR_REQ_INVALID;
+
+	if (method == IB_SA_METHOD_DELETE) {
+		m = g ? softib_mcg_member(g, &port_gid) : NULL;
+		if (!m || !(m->join_state & join))
+			return SOFTIB_SA_ERR_REQ_INVALID;
+		softib_mcg_fill(g, &port_gid, m->join_state & join, resp->data);
+		m->join_state &= ~join;
+		if (!m->join_state) {
+			list_del(&m->list);
+			kfree(m);
+		}
+		if (list_empty(&g->members) && !g->permanent)
+			softib_mcg_free(sdev, g);
+		return 0;
+	}
+
+	/* Set: join, creating the group when the components allow it */
+	if (!g) {
+		u16 pkey = get_be16(q + MC_PKEY);
+		u32 sfh = get_be32(q + MC_SL_FLOW_HOP);
+
+		if ((comp & MC_CREATE_COMP) != MC_CREATE_COMP)
+			return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
+		/* only a full member of the partition may create a group */
+		idx = softib_port_find_pkey(port, pkey);
+		if (idx < 0 || !(READ_ONCE(port->pkeys[idx]) & 0x8000) ||
+		    !(join & (BIT(0) | BIT(3))))
+			return SOFTIB_SA_ERR_REQ_INVALID;
+		g = softib_mcg_create(sdev, &mgid, get_be32(q + MC_QKEY),
+				      pkey | 0x8000,
+				      (comp & IB_SA_MCMEMBER_REC_MTU) ?
+				      min_t(u8, q[MC_MTU] & 0x3f, SOFTIB_MTU) :
+				      IB_MTU_2048,
+				      (comp & IB_SA_MCMEMBER_REC_RATE) ?
+				      q[MC_RATE] & 0x3f : IB_RATE_10_GBPS,
+				      sfh >> 28, q[MC_TCLASS],
+				      (sfh >> 8) & 0xfffff, sfh & 0xff, false);
+		if (!g)
+			return SOFTIB_SA_ERR_NO_RECORDS;
+	} else {
+		idx = softib_port_find_pkey(port, g->pkey);
+		if (idx < 0)
+			return SOFTIB_SA_ERR_REQ_INVALID;
+	}
+
+	m = softib_mcg_member(g, &port_gid);
+	if (!m) {
+		m = kzalloc(sizeof(*m), GFP_KERNEL);
+		if (!m) {
+			if (list_empty(&g->members) && !g->permanent)
+				softib_mcg_free(sdev, g);
+			return SOFTIB_SA_ERR_NO_RECORDS;
+		}
+		m->port_gid = port_gid;
+		list_add_tail(&m->list, &g->members);
+	}
+	m->join_state |= join;
+	softib_mcg_fill(g, &port_gid, m->join_state, resp->data);
+	return 0;
+}
+
+/* Send a MAD from the SA (SM LID, QP1) into the requester port's QP1. */
+static void softib_sa_reply(struct softib_dev *sdev, struct softib_port *port,
+			    u16 pkey, struct ib_sa_mad *resp)
+{
+	struct {
+		struct softib_swqe wqe;
+		struct ib_sge sge;
+	} *out;
+	struct softib_pkt pkt = {
+		.sdev = sdev,
+		.src_qpn = 1,
+		.slid = SOFTIB_SM_LID,
+		.pkey = pkey,
+		.qkey = SOFTIB_QP1_QKEY,
+	};
+
+	out = kzalloc(sizeof(*out), GFP_KERNEL);
+	if (!out)
+		return;	/* a lost response: the requester times out and retries */
+	out->wqe.opcode = IB_WR_SEND;
+	out->wqe.length = sizeof(*resp);
+	out->wqe.num_sge = 1;
+	out->wqe.remote_qpn = 1;
+	out->wqe.av.dlid = port->lid;
+	out->sge.addr = (uintptr_t)resp;
+	out->sge.length = sizeof(*resp);
+	pkt.wqe = &out->wqe;
+	softib_route_pkt(&pkt);
+	kfree(out);
+}
+
+/* A GSI datagram addressed to (SM LID, QP1). */
+void softib_sa_recv(const struct softib_pkt *pkt)
+{
+	struct softib_dev *sdev = pkt->sdev;
+	const struct softib_swqe *wqe = pkt->wqe;
+	struct ib_sa_mad *req, *resp;
+	struct ib_sge sge;
+	u16 status = 0;
+	u8 method;
+
+	if (wqe->length != sizeof(*req))
+		return;
+	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return;
+	resp = req + 1;
+	sge.addr = (uintptr_t)req;
+	sge.length = sizeof(*req);
+	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
+
+	method = req->mad_hdr.method;
+	/* responses and traps are not requests: nothing to answer */
+	if (req->mad_hdr.mgmt_class != IB_MGMT_CLASS_SUBN_ADM ||
+	    (method & IB_MGMT_METHOD_RESP))
+		goto out_free;
+
+	resp->mad_hdr = req->mad_hdr;
+	resp->mad_hdr.method = method == IB_SA_METHOD_DELETE ?
+			       IB_SA_METHOD_DELETE_RESP : IB_MGMT_METHOD_GET_RESP;
+	resp->mad_hdr.status = 0;
+	resp->sa_hdr.comp_mask = req->sa_hdr.comp_mask;
+
+	if (req->mad_hdr.base_version != IB_MGMT_BASE_VERSION ||
+	    req->mad_hdr.class_version != IB_SA_CLASS_VERSION) {
+		status = IB_MGMT_MAD_STATUS_BAD_VERSION;
+		goto out_reply;
+	}
+
+	switch (be16_to_cpu(req->mad_hdr.attr_id)) {
+	case IB_SA_ATTR_CLASS_PORTINFO:
+		if (method != IB_MGMT_METHOD_GET)
+			goto unsupported;
+		softib_sa_class_port_info(resp);
+		break;
+	case IB_SA_ATTR_PATH_REC:
+		if (method != IB_MGMT_METHOD_GET)
+			goto unsupported;
+		status = softib_sa_path_rec(sdev, pkt->sport, req, resp);
+		break;
+	case IB_SA_ATTR_MC_MEMBER_REC:
+		if (method != IB_MGMT_METHOD_GET &&
+		    method != IB_MGMT_METHOD_SET &&
+		    method != IB_SA_METHOD_DELETE)
+			goto unsupported;
+		mutex_lock(&sdev->sa_lock);
+		status = softib_sa_mcmember(sdev, method, req, resp);
+		mutex_unlock(&sdev->sa_lock);
+		break;
+	default:
+		goto unsupported;
+	}
+	goto out_reply;
+
+unsupported:
+	status = IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB;
+out_reply:
+	resp->mad_hdr.status = cpu_to_be16(status);
+	if (status)
+		memset(resp->data, 0, sizeof(resp->data));
+	atomic64_inc(&sdev->sa_requests);
+	softib_sa_reply(sdev, pkt->sport, pkt->pkey, resp);
+out_free:
+	kfree(req);
+}
+
+/* The partition policy's broadcast groups exist before anyone joins. */
+int softib_sa_init(struct softib_dev *sdev)
+{
+	/* IPoIB broadcast group of the default partition, as OpenSM makes it */
+	static const union ib_gid bcast = { .raw = {
+		0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
+		0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff } };
+	struct softib_mcg *g;
+
+	mutex_init(&sdev->sa_lock);
+	INIT_LIST_HEAD(&sdev->mcgs);
+	mutex_lock(&sdev->sa_lock);
+	g = softib_mcg_create(sdev, &bcast, 0x0000000b, 0xffff, IB_MTU_2048,
+			      IB_RATE_10_GBPS, 0, 0, 0, 0, true);
+	mutex_unlock(&sdev->sa_lock);
+	return g ? 0 : -ENOMEM;
+}
+
+void softib_sa_cleanup(struct softib_dev *sdev)
+{
+	struct softib_mcg *g, *tmp;
+
+	mutex_lock(&sdev->sa_lock);
+	list_for_each_entry_safe(g, tmp, &sdev->mcgs, list)
+		softib_mcg_free(sdev, g);
+	mutex_unlock(&sdev->sa_lock);
+}
