@@ -84,9 +84,9 @@ cleanup() {
 }
 
 slowwait_unload() {
-	local i
+	local _
 
-	for i in $(seq 20); do
+	for _ in $(seq 20); do
 		rmmod "$1" 2>/dev/null
 		[[ -d /sys/module/$1 ]] || return 0
 		sleep 0.5

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 #
 # Helpers for ipoib-ng tests (selftests/tests/*.sh), in the style of the
 # kernel's tools/testing/selftests/net/lib.sh. Source it:

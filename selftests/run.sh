@@ -41,9 +41,10 @@ build() {
 	# Refresh the shadow tree: sources only (the work tree may hold
 	# objects of an in-tree build), stale links dropped.
 	find "$b" -xtype l -delete
+	find "$b" -type l -name '*.mod.c' -delete
 	{
 		echo Kbuild
-		find drivers include -type f \
+		find drivers include -type f ! -name '*.mod.c' \
 			\( -name '*.[chS]' -o -name Kbuild -o -name Makefile \)
 	} | while read -r f; do
 		mkdir -p "$b/$(dirname "$f")"
@@ -55,8 +56,7 @@ build() {
 		modules >"$b/build.log" 2>&1; then
 		return 1
 	fi
-	find "$b" -path "$b/ko" -prune -o -name '*.ko' -print |
-		xargs -r cp -t "$b/ko"
+	find "$b" -path "$b/ko" -prune -o -name '*.ko' -exec cp -t "$b/ko" {} +
 }
 
 if ((shell)); then

@@ -48,7 +48,7 @@ rc=0
 for f in "$@"; do
 	ignore=()
 	[[ $f == include/compat.h || $f == */include/compat.h ]] &&
-		ignore=(--ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON)
+		ignore=(--ignore LINUX_VERSION_CODE --ignore CONSTANT_COMPARISON)
 	out=$(perl "$CHECKPATCH" "${common[@]}" "${ignore[@]}" -f "$f" 2>&1) || true
 	if [[ -n $out ]]; then
 		echo "$out"
