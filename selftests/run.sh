@@ -79,7 +79,9 @@ for series in "$@"; do
 	echo "# kernel $abi"
 	b=.build/$abi
 	if ! build "$abi"; then
-		sed 's/^/# build: /' "$b/build.log" | tail -n 40
+		# The first errors, else the end of the log.
+		{ grep -E '(error|warning):' "$b/build.log" | head -n 30 ||
+		  tail -n 30 "$b/build.log"; } | sed 's/^/# build: /'
 		echo "not ok - build on $abi failed (log: $b/build.log)"
 		fail=$((fail + 1))
 		continue
