@@ -136,6 +136,9 @@ __lib_exit() {
 	exit $rc
 }
 trap __lib_exit EXIT
+# A timeout (SIGTERM) or ^C still runs the deferred cleanup.
+trap "exit 143" TERM
+trap "exit 130" INT
 
 # require_cmd CMD...: skip the whole test (exit 4) if a command is missing.
 require_cmd() {
