@@ -7,6 +7,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "softib.h"
@@ -91,6 +92,140 @@ static const struct file_operations softib_link_fops = {
 	.llseek = default_llseek,
 };
 
+/* One open of the partitions file: the text written so far. */
+struct softib_policy_open {
+	struct softib_dev *sdev;
+	char *buf;
+	size_t len;
+};
+
+static int softib_partitions_show(struct seq_file *m, void *unused)
+{
+	struct softib_policy_open *po = m->private;
+	struct softib_dev *sdev = po->sdev;
+
+	mutex_lock(&sdev->sa_lock);
+	seq_puts(m, sdev->policy_text ?: "");
+	mutex_unlock(&sdev->sa_lock);
+	return 0;
+}
+
+static int softib_partitions_open(struct inode *inode, struct file *file)
+{
+	struct softib_policy_open *po;
+	int ret;
+
+	po = kzalloc(sizeof(*po), GFP_KERNEL);
+	if (!po)
+		return -ENOMEM;
+	po->sdev = inode->i_private;
+	ret = single_open(file, softib_partitions_show, po);
+	if (ret)
+		kfree(po);
+	return ret;
+}
+
+/*
+ * A policy may arrive in several writes (shells write line by line); it is
+ * collected here and takes effect when the file is closed.
+ */
+static ssize_t softib_partitions_write(struct file *file,
+				       const char __user *ubuf, size_t count,
+				       loff_t *ppos)
+{
+	struct softib_policy_open *po = ((struct seq_file *)file->private_data)->private;
+	char *buf;
+
+	if (po->len + count > SOFTIB_POLICY_MAX)
+		return -EFBIG;
+	buf = krealloc(po->buf, po->len + count, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	po->buf = buf;
+	if (copy_from_user(po->buf + po->len, ubuf, count))
+		return -EFAULT;
+	po->len += count;
+	*ppos += count;
+	return count;
+}
+
+/*
+ * close(): parse and apply what was written. flush's result is what
+ * close() returns, so "cat policy > partitions" reports -EINVAL for a bad
+ * policy; the active policy then stays in force.
+ */
+static int softib_partitions_flush(struct file *file, fl_owner_t id)
+{
+	struct softib_policy_open *po = ((struct seq_file *)file->private_data)->private;
+	int ret;
+
+	if (!(file->f_mode & FMODE_WRITE) || !po->buf)
+		return 0;
+	ret = softib_policy_set(po->sdev, po->buf, po->len);
+	kfree(po->buf);
+	po->buf = NULL;
+	po->len = 0;
+	return ret;
+}
+
+static int softib_partitions_release(struct inode *inode, struct file *file)
+{
+	struct softib_policy_open *po = ((struct seq_file *)file->private_data)->private;
+
+	kfree(po->buf);
+	kfree(po);
+	return single_release(inode, file);
+}
+
+static const struct file_operations softib_partitions_fops = {
+	.owner = THIS_MODULE,
+	.open = softib_partitions_open,
+	.read = seq_read,
+	.write = softib_partitions_write,
+	.flush = softib_partitions_flush,
+	.llseek = seq_lseek,
+	.release = softib_partitions_release,
+};
+
+static ssize_t softib_event_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	static const struct {
+		const char *name;
+		enum ib_event_type type;
+	} events[] = {
+		{ "client_reregister", IB_EVENT_CLIENT_REREGISTER },
+		{ "lid_change", IB_EVENT_LID_CHANGE },
+		{ "sm_change", IB_EVENT_SM_CHANGE },
+		{ "gid_change", IB_EVENT_GID_CHANGE },
+		{ "pkey_change", IB_EVENT_PKEY_CHANGE },
+	};
+	struct softib_port *port = file->private_data;
+	char buf[24] = {};
+	unsigned int i;
+
+	if (count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	for (i = 0; i < ARRAY_SIZE(events); i++) {
+		if (sysfs_streq(buf, events[i].name)) {
+			softib_port_event(port, events[i].type);
+			return count;
+		}
+	}
+	pr_info("softib: port %u event: write client_reregister, lid_change, sm_change, gid_change or pkey_change\n",
+		port->num);
+	return -EINVAL;
+}
+
+static const struct file_operations softib_event_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = softib_event_write,
+	.llseek = noop_llseek,
+};
+
 void softib_debugfs_init(struct softib_dev *sdev)
 {
 	struct dentry *ports;
@@ -101,6 +236,9 @@ void softib_debugfs_init(struct softib_dev *sdev)
 					   sdev->debugfs_root);
 	debugfs_create_file("objects", 0444, sdev->debugfs, sdev,
 			    &softib_objects_fops);
+	/* "unsafe": flush must reach us; .owner pins the module while open */
+	debugfs_create_file_unsafe("partitions", 0644, sdev->debugfs, sdev,
+				   &softib_partitions_fops);
 	ports = debugfs_create_dir("ports", sdev->debugfs);
 	for (i = 0; i < sdev->nports; i++) {
 		struct softib_port *port = &sdev->ports[i];
@@ -112,6 +250,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 		debugfs_create_file("counters", 0444, dir, port,
 				    &softib_counters_fops);
 		debugfs_create_file("link", 0644, dir, port, &softib_link_fops);
+		debugfs_create_file("event", 0200, dir, port,
+				    &softib_event_fops);
 	}
 }
 

@@ -23,6 +23,9 @@ MODULE_PARM_DESC(ports, "Number of IB ports of softib0 (1-16, default 2)");
 
 static struct softib_dev *softib_dev;
 
+/* what OpenSM does with no partitions.conf: every port a full member of 0x7fff */
+static const char softib_default_policy[] = "Default=0x7fff, ipoib : ALL=full;\n";
+
 static int softib_query_port(struct ib_device *ibdev, u32 port_num,
 			     struct ib_port_attr *attr)
 {
@@ -285,9 +288,11 @@ static struct softib_dev *softib_create(u32 nports)
 	spin_lock_init(&sdev->mcast_lock);
 	INIT_LIST_HEAD(&sdev->mcast);
 	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
-	ret = softib_sa_init(sdev);
+	softib_sa_init(sdev);
+	ret = softib_policy_set(sdev, softib_default_policy,
+				strlen(softib_default_policy));
 	if (ret)
-		goto err_free_ports;
+		goto err_sa_cleanup;
 
 	/*
 	 * The send engine and completion notification run here, never in
@@ -331,7 +336,6 @@ err_destroy_wq:
 	destroy_workqueue(sdev->wq);
 err_sa_cleanup:
 	softib_sa_cleanup(sdev);
-err_free_ports:
 	kfree(sdev->ports);
 err_dealloc:
 	ib_dealloc_device(&sdev->ibdev);

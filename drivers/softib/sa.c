@@ -133,7 +133,7 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 {
 	const u8 *q = req->data;
 	u8 *r = resp->data;
-	__be64 comp = req->sa_hdr.comp_mask;
+	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
 	struct softib_port *sport, *dport;
 	union ib_gid sgid, dgid;
 	int si, di;
@@ -287,7 +287,7 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev, u8 method,
 			      struct ib_sa_mad *resp)
 {
 	const u8 *q = req->data;
-	__be64 comp = req->sa_hdr.comp_mask;
+	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
 	u8 join = q[MC_SCOPE_JOIN] & 0xf;
 	struct softib_mcg_member *m;
 	union ib_gid mgid, port_gid;
@@ -486,22 +486,14 @@ out_free:
 	kfree(req);
 }
 
-/* The partition policy's broadcast groups exist before anyone joins. */
-int softib_sa_init(struct softib_dev *sdev)
+/*
+ * The SA starts empty; the partition policy (policy.c) creates the
+ * broadcast groups of its "ipoib" partitions.
+ */
+void softib_sa_init(struct softib_dev *sdev)
 {
-	/* IPoIB broadcast group of the default partition, as OpenSM makes it */
-	static const union ib_gid bcast = { .raw = {
-		0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
-		0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff } };
-	struct softib_mcg *g;
-
 	mutex_init(&sdev->sa_lock);
 	INIT_LIST_HEAD(&sdev->mcgs);
-	mutex_lock(&sdev->sa_lock);
-	g = softib_mcg_create(sdev, &bcast, 0x0000000b, 0xffff, IB_MTU_2048,
-			      IB_RATE_10_GBPS, 0, 0, 0, 0, true);
-	mutex_unlock(&sdev->sa_lock);
-	return g ? 0 : -ENOMEM;
 }
 
 void softib_sa_cleanup(struct softib_dev *sdev)
@@ -511,5 +503,7 @@ void softib_sa_cleanup(struct softib_dev *sdev)
 	mutex_lock(&sdev->sa_lock);
 	list_for_each_entry_safe(g, tmp, &sdev->mcgs, list)
 		softib_mcg_free(sdev, g);
+	kfree(sdev->policy_text);
+	sdev->policy_text = NULL;
 	mutex_unlock(&sdev->sa_lock);
 }

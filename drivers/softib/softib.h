@@ -102,6 +102,7 @@ struct softib_dev {
 	/* the subnet administrator's multicast groups (sa.c) */
 	struct mutex sa_lock;
 	struct list_head mcgs;
+	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
@@ -364,7 +365,7 @@ void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 		    const struct ib_sge *src, u32 nsrc, u32 len);
 
 /* sa.c */
-int softib_sa_init(struct softib_dev *sdev);
+void softib_sa_init(struct softib_dev *sdev);
 void softib_sa_cleanup(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
@@ -376,6 +377,10 @@ struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
 				     u8 tclass, u32 flow_label, u8 hop_limit,
 				     bool permanent);
 void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g);
+
+/* policy.c */
+#define SOFTIB_POLICY_MAX	65536
+int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

@@ -1,0 +1,153 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: intree
+# timeout: 240
+#
+# Partition enforcement on the softib fabric, driven by a partitions.conf
+# policy: per-partition children talk, cross-partition traffic does not
+# (and is counted), limited members talk only to full members, and a bad
+# policy is refused with EINVAL while the old one stays in force.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping
+
+D=/sys/kernel/debug/softib/softib0
+SYS=/sys/class/infiniband/softib0
+
+ports_active() {
+	grep -q ACTIVE $SYS/ports/1/state && grep -q ACTIVE $SYS/ports/2/state
+}
+
+lower_up() {
+	ip -n "$1" link show "$2" | grep -q LOWER_UP
+}
+
+counter() { # PORT NAME
+	awk -v n="$2" '$1 == n { print $2 }' "$D/ports/$1/counters"
+}
+
+# policy LINE...: write a policy; it applies on close, and cat reports
+# close()'s error (a shell's own redirection would not)
+policy() {
+	printf '%s\n' "$@" | cat >$D/partitions
+}
+
+# child NS PARENT PKEY ADDR: a netlink child, up, with an address
+child() {
+	ip -n "$1" link add link "$2" name "$2.$3" type ipoib pkey "0x$3" &&
+		ip -n "$1" addr add "$4" dev "$2.$3" &&
+		ip -n "$1" link set "$2.$3" up
+}
+
+ktap_header 9
+ktap_diag "IPOIB=$IPOIB"
+
+modprobe ib_cm
+load_softib && slowwait 10 ports_active >/dev/null && load_ipoib &&
+	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
+ktap_result $? "softib and ib_ipoib up"
+defer unload_softib
+defer unload_ipoib
+
+policy "# two IPoIB partitions for both ports" \
+	"Default=0x7fff, ipoib : ALL=full;" \
+	"p1=0x0001, ipoib : ALL=full;" \
+	"p2=0x0002, ipoib, mtu=4 : 0x02110bff00000001=full, 0x02110bff00000002=full;"
+RET=0
+check_err $? "policy write failed"
+for p in 1 2; do
+	t="$(cat $SYS/ports/$p/pkeys/0) $(cat $SYS/ports/$p/pkeys/1) $(cat $SYS/ports/$p/pkeys/2)"
+	[[ $t == "0xffff 0x8001 0x8002" ]]
+	check_err $? "port $p P_Key table: $t"
+done
+grep -q '^p1=0x0001, ipoib : ALL=full;$' $D/partitions
+check_err $? "policy does not read back"
+log_test "policy sets the P_Key tables (sysfs) and reads back"
+
+setup_ns A B
+ip link set ib0 netns "$A" && ip link set ib1 netns "$B" &&
+	ip -n "$A" link set ib0 up && ip -n "$B" link set ib1 up &&
+	child "$A" ib0 8001 198.51.100.1/24 && child "$B" ib1 8001 198.51.100.2/24 &&
+	child "$A" ib0 8002 203.0.113.1/24 && child "$B" ib1 8002 203.0.113.2/24 &&
+	slowwait 20 lower_up "$A" ib0.8001 && slowwait 20 lower_up "$B" ib1.8001 &&
+	slowwait 20 lower_up "$A" ib0.8002 && slowwait 20 lower_up "$B" ib1.8002
+ktap_result $? "children 0x8001 and 0x8002 on both ports get carrier"
+
+RET=0
+ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+check_err $? "0x8001 pair does not ping"
+ip netns exec "$A" ping -c 2 -W 2 203.0.113.2 >/dev/null
+check_err $? "0x8002 pair does not ping"
+log_test "each partition's child pair pings"
+
+# Force the 0x8001 child in A onto B's 0x8002 child: same subnet, and a
+# static neighbour so the unicast really goes out with P_Key 0x8001.
+ip -n "$A" addr add 192.0.2.1/24 dev ib0.8001
+ip -n "$B" addr add 192.0.2.2/24 dev ib1.8002
+lladdr=$(ip -n "$B" -o link show ib1.8002 | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p')
+ip -n "$A" neigh replace 192.0.2.2 lladdr "$lladdr" dev ib0.8001 nud permanent
+before=$(counter 2 drop_pkey)
+ip netns exec "$A" ping -c 3 -W 1 192.0.2.2 >/dev/null
+check_fail $? "0x8001 reached the 0x8002 child"
+after=$(counter 2 drop_pkey)
+ktap_diag "port 2 drop_pkey: $before -> $after"
+((after > before))
+check_err $? "no partition violation counted on port 2"
+log_test "0x8001 cannot reach 0x8002 on one subnet; drop_pkey counts it"
+
+# Limited membership: A full, B limited in 0x0003 -> they talk.
+policy "Default=0x7fff, ipoib : ALL=full;" \
+	"p1=0x0001, ipoib : ALL=full;" "p2=0x0002, ipoib : ALL=full;" \
+	"p3=0x0003, ipoib : 0x02110bff00000001=full, 0x02110bff00000002=limited;"
+RET=0
+[[ $(cat $SYS/ports/2/pkeys/3) == 0x0003 && $(cat $SYS/ports/1/pkeys/3) == 0x8003 ]]
+check_err $? "P_Key 3: port1 $(cat $SYS/ports/1/pkeys/3) port2 $(cat $SYS/ports/2/pkeys/3)"
+child "$A" ib0 8003 100.64.3.1/24 && child "$B" ib1 8003 100.64.3.2/24 &&
+	slowwait 20 lower_up "$A" ib0.8003 && slowwait 20 lower_up "$B" ib1.8003
+check_err $? "0x8003 children have no carrier"
+ip netns exec "$A" ping -c 2 -W 2 100.64.3.2 >/dev/null
+check_err $? "full <-> limited does not ping"
+log_test "full member and limited member talk"
+
+# Both limited -> they don't. Unicast with a static neighbour too.
+ip -n "$A" neigh flush dev ib0.8003
+policy "Default=0x7fff, ipoib : ALL=full;" \
+	"p1=0x0001, ipoib : ALL=full;" "p2=0x0002, ipoib : ALL=full;" \
+	"p3=0x0003, ipoib, defmember=limited : ALL;"
+RET=0
+[[ $(cat $SYS/ports/1/pkeys/3) == 0x0003 ]]
+check_err $? "port 1 P_Key 3 is $(cat $SYS/ports/1/pkeys/3)"
+lladdr=$(ip -n "$B" -o link show ib1.8003 | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p')
+ip -n "$A" neigh replace 100.64.3.2 lladdr "$lladdr" dev ib0.8003 nud permanent
+before=$(counter 2 drop_pkey)
+ip netns exec "$A" ping -c 3 -W 1 100.64.3.2 >/dev/null
+check_fail $? "limited <-> limited pinged"
+((  $(counter 2 drop_pkey) > before ))
+check_err $? "no drop_pkey for limited <-> limited"
+log_test "two limited members do not talk"
+
+good=$(cat $D/partitions)
+tables="$(cat $SYS/ports/1/pkeys/*)"
+out=$(policy "Default=0x7fff, ipoib : ALL=full;" "broken=0x0005 ipoib : ALL;" 2>&1)
+rc=$?
+RET=0
+check_fail $rc "bad policy accepted"
+grep -q "Invalid argument" <<<"$out"
+check_err $? "bad policy: '$out' is not EINVAL"
+dmesg | grep -q "partitions: line 2 column 15: expected ',' or ':' after the partition name; the previous policy stays in force"
+check_err $? "no log line naming line 2 column 15"
+[[ $(cat $D/partitions) == "$good" && $(cat $SYS/ports/1/pkeys/*) == "$tables" ]]
+check_err $? "old policy not in force"
+log_test "bad policy: EINVAL, line/column logged, old policy kept"
+
+RET=0
+for bad in "x=0x0000 : ALL;" "x=0x0001, bogus : ALL;" "x=0x0001 : ALL=half;" "x=0x0001 : ALL"; do
+	policy "$bad" 2>/dev/null
+	check_fail $? "accepted: $bad"
+done
+[[ $(cat $D/partitions) == "$good" ]]
+check_err $? "a rejected policy changed the active one"
+log_test "zero P_Key, unknown flag, bad membership, missing ';' rejected"
+
+ktap_finish
