@@ -145,6 +145,22 @@ static int parse_uint(struct softib_parser *p, unsigned int max, u32 *val,
 	return 0;
 }
 
+/* p->tok is "full", "limited" or "both" */
+static int parse_membership(struct softib_parser *p, u8 *how)
+{
+	if (!strcmp(p->tok, "full")) {
+		*how = MEMBER_FULL;
+	} else if (!strcmp(p->tok, "limited")) {
+		*how = MEMBER_LIMITED;
+	} else if (!strcmp(p->tok, "both")) {
+		*how = MEMBER_FULL | MEMBER_LIMITED;
+	} else {
+		p->err = "membership must be full, limited or both";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_flags(struct softib_parser *p, struct softib_partition *part)
 {
 	u32 v;
@@ -174,16 +190,9 @@ static int parse_flags(struct softib_parser *p, struct softib_partition *part)
 				ret = next_token(p);
 			if (ret)
 				return ret;
-			if (!strcmp(p->tok, "full"))
-				part->defmember = MEMBER_FULL;
-			else if (!strcmp(p->tok, "limited"))
-				part->defmember = MEMBER_LIMITED;
-			else if (!strcmp(p->tok, "both"))
-				part->defmember = MEMBER_FULL | MEMBER_LIMITED;
-			else {
-				p->err = "defmember must be full, limited or both";
-				return -EINVAL;
-			}
+			ret = parse_membership(p, &part->defmember);
+			if (ret)
+				return ret;
 			continue;
 		}
 		if (!strcmp(p->tok, "mtu")) {
@@ -203,7 +212,8 @@ static int parse_flags(struct softib_parser *p, struct softib_partition *part)
 		if (!strcmp(p->tok, "rate")) {
 			ret = expect(p, "=", "expected '=' after rate");
 			if (!ret)
-				ret = parse_uint(p, 63, &v, "rate must be an IBA rate code (2..63)");
+				ret = parse_uint(p, 63, &v,
+						 "rate must be an IBA rate code (2..63)");
 			if (ret)
 				return ret;
 			part->rate = v;
@@ -265,17 +275,9 @@ static int parse_member(struct softib_parser *p, struct softib_dev *sdev,
 		ret = next_token(p);
 		if (ret)
 			return ret;
-		if (!strcmp(p->tok, "full")) {
-			how = MEMBER_FULL;
-		} else if (!strcmp(p->tok, "limited")) {
-			how = MEMBER_LIMITED;
-		} else if (!strcmp(p->tok, "both")) {
-			how = MEMBER_FULL | MEMBER_LIMITED;
-		} else {
-			p->err = "membership must be full, limited or both";
-			return -EINVAL;
-		}
-		ret = next_token(p);
+		ret = parse_membership(p, &how);
+		if (!ret)
+			ret = next_token(p);
 		if (ret)
 			return ret;
 	}
