@@ -162,25 +162,26 @@ static void softib_srq_check_limit(struct softib_srq *srq)
 
 /*
  * Consume one receive WQE of "rq" (the QP's own queue or its SRQ) for a
- * datagram: GRH space + payload, then the receive completion. The WQE is
- * consumed only after the data is in place, with the queue's lock held
- * throughout, so a poster cannot reuse its slot.
+ * message: "hdr" bytes of GRH space (40 for UD, 0 for RC) + payload, then
+ * the receive completion. The WQE is consumed only after the data is in
+ * place, with the queue's lock held throughout, so a poster cannot reuse
+ * its slot. Returns 0, SOFTIB_RNR (no receive WQE) or -EMSGSIZE.
  */
-static void softib_recv_ud(const struct softib_pkt *pkt, struct softib_qp *dqp,
-			   struct softib_port *dport, struct softib_wq *rq,
-			   int pkey_index)
+static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
+		       struct softib_port *dport, struct softib_wq *rq,
+		       int pkey_index, u32 hdr)
 {
 	const struct softib_swqe *wqe = pkt->wqe;
 	struct softib_rwqe *rwqe;
 	struct ib_wc wc = {};
 	u32 space = 0;
+	int ret = 0;
 	u32 i;
 
 	lockdep_assert_held(&rq->lock);
 	if (!softib_wq_used(rq)) {
-		/* UD has no RNR: the datagram is simply lost */
 		softib_drop(dport, SOFTIB_DROP_NO_RWQE);
-		return;
+		return SOFTIB_RNR;
 	}
 	rwqe = softib_wq_entry(rq, rq->tail);
 
@@ -189,19 +190,20 @@ static void softib_recv_ud(const struct softib_pkt *pkt, struct softib_qp *dqp,
 	wc.wr_id = rwqe->wr_id;
 	wc.qp = &dqp->ibqp;
 	wc.opcode = IB_WC_RECV;
-	if (space < IB_GRH_BYTES + wqe->length) {
+	if (space < hdr + wqe->length) {
 		wc.status = IB_WC_LOC_LEN_ERR;
 		softib_drop(dport, SOFTIB_DROP_TOO_LONG);
+		ret = -EMSGSIZE;
 	} else {
-		/* the first 40 bytes are GRH space whether or not a GRH came */
-		if (pkt->mcast || wqe->av.grh) {
+		/* UD: the first 40 bytes are GRH space whether or not a GRH came */
+		if (hdr && (pkt->mcast || wqe->av.grh)) {
 			softib_write_grh(pkt, rwqe->sge, rwqe->num_sge);
 			wc.wc_flags |= IB_WC_GRH;
 		}
-		softib_copy_sg(rwqe->sge, rwqe->num_sge, IB_GRH_BYTES,
+		softib_copy_sg(rwqe->sge, rwqe->num_sge, hdr,
 			       wqe->sge, wqe->num_sge, wqe->length);
 		wc.status = IB_WC_SUCCESS;
-		wc.byte_len = IB_GRH_BYTES + wqe->length;
+		wc.byte_len = hdr + wqe->length;
 		wc.src_qp = pkt->src_qpn;
 		wc.slid = pkt->slid;
 		wc.sl = wqe->av.sl;
@@ -216,6 +218,26 @@ static void softib_recv_ud(const struct softib_pkt *pkt, struct softib_qp *dqp,
 	}
 	rq->tail++;
 	softib_cq_add(dqp->rcq, &wc, wqe->send_flags & IB_SEND_SOLICITED);
+	return ret;
+}
+
+/*
+ * Receive into a QP's own RQ or its SRQ; the caller holds dqp->rq.lock,
+ * which keeps the QP's state stable.
+ */
+static int softib_recv_any(const struct softib_pkt *pkt, struct softib_qp *dqp,
+			   struct softib_port *dport, int pkey_index, u32 hdr)
+{
+	int ret;
+
+	lockdep_assert_held(&dqp->rq.lock);
+	if (!dqp->srq)
+		return softib_recv(pkt, dqp, dport, &dqp->rq, pkey_index, hdr);
+	spin_lock(&dqp->srq->rq.lock);
+	ret = softib_recv(pkt, dqp, dport, &dqp->srq->rq, pkey_index, hdr);
+	softib_srq_check_limit(dqp->srq);
+	spin_unlock(&dqp->srq->rq.lock);
+	return ret;
 }
 
 /*
@@ -257,16 +279,10 @@ static void softib_deliver_ud(const struct softib_pkt *pkt,
 
 	/* the QP's rq.lock keeps its state stable while we deliver */
 	spin_lock_irqsave(&dqp->rq.lock, flags);
-	if (!softib_qp_can_recv(dqp->state)) {
+	if (!softib_qp_can_recv(dqp->state))
 		softib_drop(dport, SOFTIB_DROP_NO_QP);
-	} else if (dqp->srq) {
-		spin_lock(&dqp->srq->rq.lock);
-		softib_recv_ud(pkt, dqp, dport, &dqp->srq->rq, pkey_index);
-		softib_srq_check_limit(dqp->srq);
-		spin_unlock(&dqp->srq->rq.lock);
-	} else {
-		softib_recv_ud(pkt, dqp, dport, &dqp->rq, pkey_index);
-	}
+	else	/* UD has no RNR: without a receive WQE the datagram is lost */
+		softib_recv_any(pkt, dqp, dport, pkey_index, IB_GRH_BYTES);
 	spin_unlock_irqrestore(&dqp->rq.lock, flags);
 }
 
@@ -380,6 +396,93 @@ static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
 	return IB_WC_SUCCESS;
 }
 
+/* IBA RNR NAK timer codes (table 45), in microseconds */
+static const u32 softib_rnr_usec[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+/*
+ * Put one RC SEND into the connected QP. Returns the sender's completion
+ * status, or SOFTIB_RNR with *rnr_usec set when the responder has no
+ * receive WQE. A responder that is gone, not connected to us, or outside
+ * our partition never acknowledges: the requester's retries run out.
+ */
+static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
+			  u32 *rnr_usec)
+{
+	struct softib_port *sport = softib_port(qp->sdev, qp->port_num);
+	struct softib_pkt pkt = {
+		.sdev = qp->sdev,
+		.src = qp,
+		.sport = sport,
+		.wqe = wqe,
+		.src_qpn = qp->ibqp.qp_num,
+		.slid = sport->lid,
+	};
+	struct softib_port *dport;
+	struct softib_qp *dqp;
+	unsigned long flags;
+	int pkey_index;
+	int ret;
+
+	if (READ_ONCE(sport->state) != IB_PORT_ACTIVE) {
+		softib_drop(sport, SOFTIB_DROP_PORT_DOWN);
+		return IB_WC_RETRY_EXC_ERR;
+	}
+	pkt.pkey = READ_ONCE(sport->pkeys[READ_ONCE(qp->pkey_index)]);
+
+	rcu_read_lock();
+	ret = IB_WC_RETRY_EXC_ERR;
+	dport = softib_lid_to_port(qp->sdev, qp->av.dlid);
+	if (!dport) {
+		softib_drop(sport, SOFTIB_DROP_NO_DEST);
+		goto out_unlock;
+	}
+	dqp = xa_load(&qp->sdev->qps, qp->dest_qpn);
+	if (!dqp || dqp->port_num != dport->num ||
+	    dqp->ibqp.qp_type != IB_QPT_RC ||
+	    READ_ONCE(dqp->dest_qpn) != qp->ibqp.qp_num) {
+		softib_drop(dport, SOFTIB_DROP_NO_QP);
+		goto out_unlock;
+	}
+	if (READ_ONCE(dport->state) != IB_PORT_ACTIVE) {
+		softib_drop(dport, SOFTIB_DROP_PORT_DOWN);
+		goto out_unlock;
+	}
+	pkey_index = softib_pkey_match(dport, pkt.pkey,
+				       READ_ONCE(dqp->pkey_index));
+	if (pkey_index < 0) {
+		softib_drop(dport, SOFTIB_DROP_PKEY);
+		goto out_unlock;
+	}
+
+	spin_lock_irqsave(&dqp->rq.lock, flags);
+	if (!softib_qp_can_recv(dqp->state)) {
+		spin_unlock_irqrestore(&dqp->rq.lock, flags);
+		softib_drop(dport, SOFTIB_DROP_NO_QP);
+		goto out_unlock;
+	}
+	ret = softib_recv_any(&pkt, dqp, dport, pkey_index, 0);
+	spin_unlock_irqrestore(&dqp->rq.lock, flags);
+
+	if (ret == SOFTIB_RNR) {
+		*rnr_usec = softib_rnr_usec[READ_ONCE(dqp->min_rnr_timer) & 31];
+	} else if (ret == -EMSGSIZE) {
+		/* the responder's QP fails too (NAK: invalid request) */
+		queue_work(qp->sdev->wq, &dqp->err_work);
+		ret = IB_WC_REM_INV_REQ_ERR;
+	} else {
+		atomic64_inc(&sport->cnt.xmit_packets);
+		atomic64_add(wqe->length, &sport->cnt.xmit_bytes);
+		ret = IB_WC_SUCCESS;
+	}
+out_unlock:
+	rcu_read_unlock();
+	return ret;
+}
+
 /*
  * The send engine of one QP. It runs in the device workqueue, one instance
  * per QP at a time, so WQEs leave in posting order. The WQE stays in the
@@ -388,7 +491,11 @@ static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
  */
 void softib_send_worker(struct work_struct *work)
 {
-	struct softib_qp *qp = container_of(work, struct softib_qp, send_work);
+	struct softib_qp *qp = container_of(to_delayed_work(work),
+					    struct softib_qp, send_work);
+	bool rc = qp->ibqp.qp_type == IB_QPT_RC;
+	u32 rnr_usec;
+	int ret;
 	struct softib_wq *sq = &qp->sq;
 	unsigned int budget = 256;
 	struct ib_wc wc = {
@@ -414,7 +521,24 @@ void softib_send_worker(struct work_struct *work)
 			signaled = true;
 		} else {
 			spin_unlock_irqrestore(&sq->lock, flags);
-			wc.status = softib_send_ud(qp, wqe);
+			if (!rc) {
+				wc.status = softib_send_ud(qp, wqe);
+			} else {
+				ret = softib_send_rc(qp, wqe, &rnr_usec);
+				if (ret == SOFTIB_RNR && (qp->rnr_retry == 7 ||
+							  qp->rnr_left)) {
+					/* RNR NAK: try the same WQE again later */
+					if (qp->rnr_retry != 7)
+						qp->rnr_left--;
+					queue_delayed_work(qp->sdev->wq,
+							   &qp->send_work,
+							   usecs_to_jiffies(rnr_usec));
+					return;
+				}
+				wc.status = ret == SOFTIB_RNR ?
+					    IB_WC_RNR_RETRY_EXC_ERR : ret;
+				qp->rnr_left = qp->rnr_retry;
+			}
 			signaled = qp->sig_all ||
 				   (wqe->send_flags & IB_SEND_SIGNALED) ||
 				   wc.status != IB_WC_SUCCESS;
@@ -432,10 +556,14 @@ void softib_send_worker(struct work_struct *work)
 
 		if (signaled)
 			softib_cq_add(qp->scq, &wc, false);
+		/* an RC error completion takes the QP to ERR; the rest flush */
+		if (rc && wc.status != IB_WC_SUCCESS &&
+		    wc.status != IB_WC_WR_FLUSH_ERR)
+			softib_qp_to_error(qp);
 
 		if (!--budget) {
 			/* let other QPs' engines run; we come back */
-			queue_work(qp->sdev->wq, &qp->send_work);
+			queue_delayed_work(qp->sdev->wq, &qp->send_work, 0);
 			return;
 		}
 	}

@@ -205,7 +205,17 @@ struct softib_qp {
 	struct softib_cq *scq;
 	struct softib_cq *rcq;
 	bool block_mcast_loopback;
-	struct work_struct send_work;
+	/* RC connection, set by modify_qp under sq.lock and rq.lock */
+	struct softib_av av;
+	u32 dest_qpn;
+	u8 rnr_retry;		/* 7 = retry forever */
+	u8 rnr_left;		/* retries left for the WQE at the SQ head */
+	u8 min_rnr_timer;
+	u8 retry_cnt;
+	u8 timeout;
+	/* delayed: an RNR NAK backs the engine off for the responder's timer */
+	struct delayed_work send_work;
+	struct work_struct err_work;
 	struct work_struct event_work;
 	unsigned long pending_events;
 };
@@ -247,6 +257,7 @@ struct softib_mcg {
 };
 
 /* A packet in flight: a send WQE plus what the wire would carry. */
+#define SOFTIB_RNR	(-EAGAIN)	/* the responder had no receive WQE */
 struct softib_pkt {
 	struct softib_dev *sdev;
 	struct softib_qp *src;		/* NULL when the SA sends */
@@ -359,6 +370,9 @@ void softib_mcast_cleanup(struct softib_dev *sdev);
 /* fabric.c */
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
 void softib_send_worker(struct work_struct *work);
+void softib_qp_to_error(struct softib_qp *qp);
+void softib_qp_err_work(struct work_struct *work);
+void softib_av_from_attr(struct softib_av *av, const struct rdma_ah_attr *attr);
 void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
 void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,

@@ -32,7 +32,8 @@ int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_qp = SOFTIB_MAX_QP;
 	attr->max_qp_wr = SOFTIB_MAX_QP_WR;
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_PORT_ACTIVE_EVENT;
+				 IB_DEVICE_PORT_ACTIVE_EVENT |
+				 IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->max_send_sge = SOFTIB_MAX_SGE;
 	attr->max_recv_sge = SOFTIB_MAX_SGE;
 	attr->max_sge_rd = SOFTIB_MAX_SGE;
@@ -92,7 +93,13 @@ int softib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		return -EINVAL;
 	if (!softib_get_budget(&sdev->n_ah, SOFTIB_MAX_AH))
 		return -ENOMEM;
+	softib_av_from_attr(av, attr);
+	return 0;
+}
 
+void softib_av_from_attr(struct softib_av *av, const struct rdma_ah_attr *attr)
+{
+	memset(av, 0, sizeof(*av));
 	av->dlid = rdma_ah_get_dlid(attr);
 	av->sl = rdma_ah_get_sl(attr);
 	av->port_num = rdma_ah_get_port_num(attr);
@@ -106,7 +113,6 @@ int softib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		av->traffic_class = grh->traffic_class;
 		av->flow_label = grh->flow_label;
 	}
-	return 0;
 }
 
 int softib_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
@@ -445,9 +451,10 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		port = softib_port(sdev, init->port_num);
 		break;
 	case IB_QPT_UD:
+	case IB_QPT_RC:
 		break;
 	default:
-		/* RC/UC transport is not implemented yet */
+		/* UC, XRC and raw QPs are not implemented */
 		return -EOPNOTSUPP;
 	}
 	if (init->create_flags & ~IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK)
@@ -471,7 +478,8 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
 	if (init->qp_type == IB_QPT_GSI)
 		qp->qkey = SOFTIB_QP1_QKEY;
-	INIT_WORK(&qp->send_work, softib_send_worker);
+	INIT_DELAYED_WORK(&qp->send_work, softib_send_worker);
+	INIT_WORK(&qp->err_work, softib_qp_err_work);
 	INIT_WORK(&qp->event_work, softib_qp_event_work);
 
 	ret = softib_wq_init(&qp->sq, cap->max_send_wr,
@@ -521,6 +529,8 @@ err_put_budget:
 	return ret;
 }
 
+static void softib_qp_entered_error(struct softib_qp *qp);
+
 int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		     struct ib_udata *udata)
 {
@@ -553,6 +563,13 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		ret = -EINVAL;
 		goto out_unlock;
 	}
+	if ((mask & IB_QP_AV) &&
+	    (attr->ah_attr.type != RDMA_AH_ATTR_TYPE_IB ||
+	     rdma_ah_get_port_num(&attr->ah_attr) < 1 ||
+	     rdma_ah_get_port_num(&attr->ah_attr) > sdev->nports)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
 
 	if (mask & IB_QP_PORT)
 		qp->port_num = attr->port_num;
@@ -560,6 +577,20 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		WRITE_ONCE(qp->pkey_index, attr->pkey_index);
 	if ((mask & IB_QP_QKEY) && ibqp->qp_type != IB_QPT_GSI)
 		WRITE_ONCE(qp->qkey, attr->qkey);
+	if (mask & IB_QP_AV)
+		softib_av_from_attr(&qp->av, &attr->ah_attr);
+	if (mask & IB_QP_DEST_QPN)
+		WRITE_ONCE(qp->dest_qpn, attr->dest_qp_num);
+	if (mask & IB_QP_RNR_RETRY) {
+		qp->rnr_retry = attr->rnr_retry;
+		qp->rnr_left = attr->rnr_retry;
+	}
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		WRITE_ONCE(qp->min_rnr_timer, attr->min_rnr_timer);
+	if (mask & IB_QP_RETRY_CNT)
+		qp->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_TIMEOUT)
+		qp->timeout = attr->timeout;
 
 	if (mask & IB_QP_STATE) {
 		qp->state = new;
@@ -583,17 +614,44 @@ out_unlock:
 	if (ret)
 		return ret;
 
-	if (to_err) {
-		/* receives flush now; sends flush in order in the send worker */
-		softib_flush_rq(qp);
-		if (qp->srq) {
-			set_bit(SOFTIB_EV_LAST_WQE, &qp->pending_events);
-			queue_work(sdev->wq, &qp->event_work);
-		}
-	}
-	if ((mask & IB_QP_STATE) && (new == IB_QPS_RTS || new == IB_QPS_ERR))
-		queue_work(sdev->wq, &qp->send_work);
+	if (to_err)
+		softib_qp_entered_error(qp);
+	else if ((mask & IB_QP_STATE) && new == IB_QPS_RTS)
+		mod_delayed_work(sdev->wq, &qp->send_work, 0);
 	return 0;
+}
+
+/* Receives flush now; sends flush, in order, in the send engine. */
+static void softib_qp_entered_error(struct softib_qp *qp)
+{
+	softib_flush_rq(qp);
+	if (qp->srq) {
+		set_bit(SOFTIB_EV_LAST_WQE, &qp->pending_events);
+		queue_work(qp->sdev->wq, &qp->event_work);
+	}
+	mod_delayed_work(qp->sdev->wq, &qp->send_work, 0);
+}
+
+/* The transport failed the QP (e.g. RNR or retry exceeded): move it to ERR. */
+void softib_qp_to_error(struct softib_qp *qp)
+{
+	unsigned long flags;
+	bool entered;
+
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	spin_lock(&qp->rq.lock);
+	entered = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET;
+	if (entered)
+		qp->state = IB_QPS_ERR;
+	spin_unlock(&qp->rq.lock);
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+	if (entered)
+		softib_qp_entered_error(qp);
+}
+
+void softib_qp_err_work(struct work_struct *work)
+{
+	softib_qp_to_error(container_of(work, struct softib_qp, err_work));
 }
 
 int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -610,6 +668,17 @@ int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->port_num = qp->port_num;
 	attr->pkey_index = qp->pkey_index;
 	attr->qkey = qp->qkey;
+	attr->dest_qp_num = qp->dest_qpn;
+	attr->rnr_retry = qp->rnr_retry;
+	attr->min_rnr_timer = qp->min_rnr_timer;
+	attr->retry_cnt = qp->retry_cnt;
+	attr->timeout = qp->timeout;
+	if (ibqp->qp_type == IB_QPT_RC) {
+		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
+		rdma_ah_set_dlid(&attr->ah_attr, qp->av.dlid);
+		rdma_ah_set_sl(&attr->ah_attr, qp->av.sl);
+		rdma_ah_set_port_num(&attr->ah_attr, qp->av.port_num);
+	}
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
 	attr->path_mtu = SOFTIB_MTU;
 	attr->cap.max_send_wr = qp->sq.size;
@@ -651,7 +720,8 @@ int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	}
 	softib_mcast_detach_qp(sdev, qp);
 	synchronize_rcu();
-	cancel_work_sync(&qp->send_work);
+	cancel_work_sync(&qp->err_work);
+	cancel_delayed_work_sync(&qp->send_work);
 	cancel_work_sync(&qp->event_work);
 	softib_wq_free(&qp->rq);
 	softib_wq_free(&qp->sq);
@@ -674,14 +744,16 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		goto out_unlock;
 	}
 	for (; wr; wr = wr->next) {
-		const struct ib_ud_wr *ud = ud_wr(wr);
+		bool rc = ibqp->qp_type == IB_QPT_RC;
 		struct softib_swqe *wqe;
 		int i;
 
+		/* only UD WRs are struct ib_ud_wr; RC sends need no address */
 		if ((wr->opcode != IB_WR_SEND &&
 		     wr->opcode != IB_WR_SEND_WITH_IMM) ||
 		    wr->num_sge < 0 || wr->num_sge > sq->max_sge ||
-		    (wr->send_flags & IB_SEND_INLINE) || !ud->ah) {
+		    (wr->send_flags & IB_SEND_INLINE) ||
+		    (!rc && !ud_wr(wr)->ah)) {
 			ret = -EINVAL;
 			break;
 		}
@@ -700,15 +772,20 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			wqe->sge[i] = wr->sg_list[i];
 			wqe->length += wr->sg_list[i].length;
 		}
-		wqe->av = to_sah(ud->ah)->av;
-		wqe->remote_qpn = ud->remote_qpn;
-		wqe->remote_qkey = ud->remote_qkey;
-		wqe->pkey_index = ud->pkey_index;
+		if (!rc) {
+			const struct ib_ud_wr *ud = ud_wr(wr);
+
+			wqe->av = to_sah(ud->ah)->av;
+			wqe->remote_qpn = ud->remote_qpn;
+			wqe->remote_qkey = ud->remote_qkey;
+			wqe->pkey_index = ud->pkey_index;
+		}
 		sq->head++;
 	}
 	if (ret)
 		*bad_wr = wr;
-	queue_work(qp->sdev->wq, &qp->send_work);
+	/* a pending RNR back-off is not cut short by new posts */
+	queue_delayed_work(qp->sdev->wq, &qp->send_work, 0);
 out_unlock:
 	spin_unlock_irqrestore(&sq->lock, flags);
 	return ret;
