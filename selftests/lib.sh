@@ -55,7 +55,8 @@ ktap_skip() {
 	echo "ok $__ktap_n $1 # SKIP ${2:-}"
 }
 
-# ktap_result RC DESC: ok if RC is 0, else not ok.
+# ktap_result RC DESC: ok if RC is 0, else not ok; returns RC, so that
+# "ktap_result $? setup || ktap_finish" stops a test whose setup failed.
 ktap_result() {
 	local rc=$1
 
@@ -65,6 +66,7 @@ ktap_result() {
 	else
 		ktap_fail "$@"
 	fi
+	return "$rc"
 }
 
 # Exit 1 if anything failed, 4 if everything was skipped, else 0.
@@ -299,4 +301,82 @@ ipoib_module_path() {
 	else
 		echo "ib_ipoib: in-tree ($(modinfo -n ib_ipoib 2>/dev/null))"
 	fi
+}
+
+# ---- softib fabric and IPoIB interfaces --------------------------------
+
+SOFTIB_SYS=/sys/class/infiniband/softib0
+SOFTIB_DBG=/sys/kernel/debug/softib/softib0
+
+# softib_ports_active [N...]: ports (default 1 and 2) are ACTIVE
+softib_ports_active() {
+	local p ports=("$@")
+
+	((${#ports[@]})) || ports=(1 2)
+	for p in "${ports[@]}"; do
+		grep -q ACTIVE "$SOFTIB_SYS/ports/$p/state" || return 1
+	done
+}
+
+# softib_counter PORT NAME: one of ports/PORT/counters
+softib_counter() {
+	awk -v n="$2" '$1 == n { print $2 }' "$SOFTIB_DBG/ports/$1/counters"
+}
+
+# softib_policy LINE...: install a partitions.conf policy. It applies when
+# the file is closed; cat reports close()'s error (a shell redirection of
+# a builtin would not).
+softib_policy() {
+	printf '%s\n' "$@" | cat >"$SOFTIB_DBG/partitions"
+}
+
+# ipoib_lower_up NS DEV: the interface has carrier
+ipoib_lower_up() {
+	ip -n "$1" link show "$2" 2>/dev/null | grep -q LOWER_UP
+}
+
+# ipoib_child NS PARENT PKEY ADDR: netlink child PARENT.PKEY, addressed, up
+ipoib_child() {
+	ip -n "$1" link add link "$2" name "$2.$3" type ipoib pkey "0x$3" &&
+		ip -n "$1" addr add "$4" dev "$2.$3" &&
+		ip -n "$1" link set "$2.$3" up
+}
+
+# ipoib_hwaddr NS DEV: the 20-byte hardware address
+ipoib_hwaddr() {
+	ip -n "$1" -o link show "$2" | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p'
+}
+
+# ipoib_fabric_up: softib (2 ports) + ib_ipoib loaded, ib0 moved into a new
+# netns $A as 192.0.2.1/24 and ib1 into $B as 192.0.2.2/24, both with
+# carrier. Unloading is deferred. Extra args are softib parameters.
+ipoib_fabric_up() {
+	modprobe ib_cm || return 1
+	load_softib "$@" || return 1
+	defer unload_softib
+	slowwait 10 softib_ports_active >/dev/null || return 1
+	load_ipoib || return 1
+	defer unload_ipoib
+	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || return 1
+	setup_ns A B || return 1
+	ip link set ib0 netns "$A" && ip link set ib1 netns "$B" &&
+		ip -n "$A" addr add 192.0.2.1/24 dev ib0 &&
+		ip -n "$B" addr add 192.0.2.2/24 dev ib1 &&
+		ip -n "$A" link set ib0 up && ip -n "$B" link set ib1 up &&
+		slowwait 20 ipoib_lower_up "$A" ib0 &&
+		slowwait 20 ipoib_lower_up "$B" ib1
+}
+
+# iperf_mbps CLIENT_NS SERVER_NS SERVER_ADDR SECONDS [IPERF3 ARGS...]:
+# one iperf3 run; prints the received Mbit/s, fails if the run failed
+iperf_mbps() {
+	local cns=$1 sns=$2 addr=$3 secs=$4 out bps
+
+	shift 4
+	ip netns exec "$sns" iperf3 -s -1 -D -B "$addr" >/dev/null 2>&1 || return 1
+	slowwait 5 ip netns exec "$sns" sh -c 'ss -ltn | grep -q :5201' >/dev/null || return 1
+	out=$(ip netns exec "$cns" timeout $((secs + 30)) iperf3 -c "$addr" -t "$secs" -J "$@") || return 1
+	bps=$(python3 -c 'import json,sys; e=json.load(sys.stdin)["end"]; print(int((e.get("sum_received") or e["sum"])["bits_per_second"]))' <<<"$out") || return 1
+	echo $((bps / 1000000))
+	((bps > 0))
 }

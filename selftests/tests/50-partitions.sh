@@ -12,43 +12,19 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping
 
-D=/sys/kernel/debug/softib/softib0
-SYS=/sys/class/infiniband/softib0
+D=$SOFTIB_DBG
+SYS=$SOFTIB_SYS
 
-ports_active() {
-	grep -q ACTIVE $SYS/ports/1/state && grep -q ACTIVE $SYS/ports/2/state
-}
-
-lower_up() {
-	ip -n "$1" link show "$2" | grep -q LOWER_UP
-}
-
-counter() { # PORT NAME
-	awk -v n="$2" '$1 == n { print $2 }' "$D/ports/$1/counters"
-}
-
-# policy LINE...: write a policy; it applies on close, and cat reports
-# close()'s error (a shell's own redirection would not)
-policy() {
-	printf '%s\n' "$@" | cat >$D/partitions
-}
-
-# child NS PARENT PKEY ADDR: a netlink child, up, with an address
-child() {
-	ip -n "$1" link add link "$2" name "$2.$3" type ipoib pkey "0x$3" &&
-		ip -n "$1" addr add "$4" dev "$2.$3" &&
-		ip -n "$1" link set "$2.$3" up
-}
+counter() { softib_counter "$@"; }
+policy() { softib_policy "$@"; }
+child() { ipoib_child "$@"; }
+lower_up() { ipoib_lower_up "$@"; }
 
 ktap_header 9
 ktap_diag "IPOIB=$IPOIB"
 
-modprobe ib_cm
-load_softib && slowwait 10 ports_active >/dev/null && load_ipoib &&
-	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
-ktap_result $? "softib and ib_ipoib up"
-defer unload_softib
-defer unload_ipoib
+ipoib_fabric_up
+ktap_result $? "softib and ib_ipoib up, parents in two netns" || ktap_finish
 
 policy "# two IPoIB partitions for both ports" \
 	"Default=0x7fff, ipoib : ALL=full;" \
@@ -65,10 +41,7 @@ grep -q '^p1=0x0001, ipoib : ALL=full;$' $D/partitions
 check_err $? "policy does not read back"
 log_test "policy sets the P_Key tables (sysfs) and reads back"
 
-setup_ns A B
-ip link set ib0 netns "$A" && ip link set ib1 netns "$B" &&
-	ip -n "$A" link set ib0 up && ip -n "$B" link set ib1 up &&
-	child "$A" ib0 8001 198.51.100.1/24 && child "$B" ib1 8001 198.51.100.2/24 &&
+child "$A" ib0 8001 198.51.100.1/24 && child "$B" ib1 8001 198.51.100.2/24 &&
 	child "$A" ib0 8002 203.0.113.1/24 && child "$B" ib1 8002 203.0.113.2/24 &&
 	slowwait 20 lower_up "$A" ib0.8001 && slowwait 20 lower_up "$B" ib1.8001 &&
 	slowwait 20 lower_up "$A" ib0.8002 && slowwait 20 lower_up "$B" ib1.8002
@@ -83,12 +56,12 @@ log_test "each partition's child pair pings"
 
 # Force the 0x8001 child in A onto B's 0x8002 child: same subnet, and a
 # static neighbour so the unicast really goes out with P_Key 0x8001.
-ip -n "$A" addr add 192.0.2.1/24 dev ib0.8001
-ip -n "$B" addr add 192.0.2.2/24 dev ib1.8002
-lladdr=$(ip -n "$B" -o link show ib1.8002 | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p')
-ip -n "$A" neigh replace 192.0.2.2 lladdr "$lladdr" dev ib0.8001 nud permanent
+ip -n "$A" addr add 10.255.0.1/24 dev ib0.8001
+ip -n "$B" addr add 10.255.0.2/24 dev ib1.8002
+lladdr=$(ipoib_hwaddr "$B" ib1.8002)
+ip -n "$A" neigh replace 10.255.0.2 lladdr "$lladdr" dev ib0.8001 nud permanent
 before=$(counter 2 drop_pkey)
-ip netns exec "$A" ping -c 3 -W 1 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 3 -W 1 10.255.0.2 >/dev/null
 check_fail $? "0x8001 reached the 0x8002 child"
 after=$(counter 2 drop_pkey)
 ktap_diag "port 2 drop_pkey: $before -> $after"
@@ -118,7 +91,7 @@ policy "Default=0x7fff, ipoib : ALL=full;" \
 RET=0
 [[ $(cat $SYS/ports/1/pkeys/3) == 0x0003 ]]
 check_err $? "port 1 P_Key 3 is $(cat $SYS/ports/1/pkeys/3)"
-lladdr=$(ip -n "$B" -o link show ib1.8003 | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p')
+lladdr=$(ipoib_hwaddr "$B" ib1.8003)
 ip -n "$A" neigh replace 100.64.3.2 lladdr "$lladdr" dev ib0.8003 nud permanent
 before=$(counter 2 drop_pkey)
 ip netns exec "$A" ping -c 3 -W 1 100.64.3.2 >/dev/null
