@@ -87,5 +87,5 @@ shell: kernels
 demo:
 	@echo "make demo: not yet (the IPoIB datapath lands with issue 4)"; exit 1
 
-bench:
-	@echo "make bench: not yet (lands with the IPoIB datapath)"; exit 1
+bench: kernels
+	@selftests/run.sh --bench $(KSER)

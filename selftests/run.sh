@@ -5,6 +5,7 @@
 #
 #   selftests/run.sh SERIES...          e.g. "6.1 6.12" (make check)
 #   selftests/run.sh --shell SERIES     interactive guest shell (make shell)
+#   selftests/run.sh --bench SERIES...  selftests/bench.sh instead of the suite
 #
 # Per kernel ABI: a shadow source tree in .build/<abi>/ (symlinks, so the
 # work tree stays clean and both kernels build side by side), the modules
@@ -21,11 +22,21 @@ cd "$ROOT"
 export TESTS=${TESTS:-}
 
 shell=0
-if [[ ${1:-} == --shell ]]; then
+guest_cmd=$ROOT/selftests/guest-suite.sh
+case ${1:-} in
+--shell)
 	shell=1
 	shift
-fi
-[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell] SERIES..." >&2; exit 1; }
+	;;
+--bench)
+	# measurements, not tests: one series after the other, so that the
+	# two guests do not compete for the cores
+	guest_cmd=$ROOT/selftests/bench.sh
+	export SERIAL=1
+	shift
+	;;
+esac
+[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench] SERIES..." >&2; exit 1; }
 
 resolve_abi() {
 	"$VM/kernels.sh" abi "$1" 2>/dev/null && return
@@ -94,7 +105,7 @@ run_series() {
 	rc=0
 	"$VM/run-guest.sh" --abi "$abi" --timeout "$timeout" --results "$b/results" \
 		-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
-		"$ROOT/selftests/guest-suite.sh" || rc=$?
+		"$guest_cmd" || rc=$?
 
 	out=$b/results/output
 	[[ -e $out ]] || : >"$out"

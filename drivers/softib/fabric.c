@@ -351,12 +351,14 @@ out_unlock:
 	rcu_read_unlock();
 }
 
-/* Put one send WQE on the wire; returns the sender's completion status. */
-static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
-					const struct softib_swqe *wqe)
+/* A packet as QP "qp" sends it from its port; returns that port. */
+static struct softib_port *softib_pkt_init(struct softib_pkt *pkt,
+					   struct softib_qp *qp,
+					   const struct softib_swqe *wqe)
 {
 	struct softib_port *sport = softib_port(qp->sdev, qp->port_num);
-	struct softib_pkt pkt = {
+
+	*pkt = (struct softib_pkt) {
 		.sdev = qp->sdev,
 		.src = qp,
 		.sport = sport,
@@ -364,6 +366,15 @@ static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
 		.src_qpn = qp->ibqp.qp_num,
 		.slid = sport->lid,
 	};
+	return sport;
+}
+
+/* Put one send WQE on the wire; returns the sender's completion status. */
+static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
+					const struct softib_swqe *wqe)
+{
+	struct softib_pkt pkt;
+	struct softib_port *sport = softib_pkt_init(&pkt, qp, wqe);
 
 	if (wqe->length > SOFTIB_MTU_BYTES)
 		return IB_WC_LOC_LEN_ERR;
@@ -412,15 +423,8 @@ static const u32 softib_rnr_usec[32] = {
 static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 			  u32 *rnr_usec)
 {
-	struct softib_port *sport = softib_port(qp->sdev, qp->port_num);
-	struct softib_pkt pkt = {
-		.sdev = qp->sdev,
-		.src = qp,
-		.sport = sport,
-		.wqe = wqe,
-		.src_qpn = qp->ibqp.qp_num,
-		.slid = sport->lid,
-	};
+	struct softib_pkt pkt;
+	struct softib_port *sport = softib_pkt_init(&pkt, qp, wqe);
 	struct softib_port *dport;
 	struct softib_qp *dqp;
 	unsigned long flags;
