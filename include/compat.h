@@ -30,4 +30,14 @@
 #define COMPAT_CREATE_CQ_CTX struct ib_udata
 #endif
 
+/*
+ * ib_sa_path_rec_get()'s callback: the record count is an int in 6.1 and
+ * an unsigned int in 6.12 (changed with the multi-path support in 6.3).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define COMPAT_NUM_PRS unsigned int
+#else
+#define COMPAT_NUM_PRS int
+#endif
+
 #endif /* IPOIB_NG_COMPAT_H */

@@ -21,8 +21,11 @@ declare -A TCP RTT
 
 # rtt_us NS ADDR: average ping RTT over 20 pings, in microseconds
 rtt_us() {
-	ip netns exec "$1" ping -q -c 20 -i 0.05 -W 1 "$2" |
-		awk -F/ '/^rtt/ { printf "%d\n", $5 * 1000 }'
+	local us
+
+	us=$(ip netns exec "$1" ping -q -c 20 -i 0.05 -W 1 "$2" |
+		awk -F/ '/^rtt/ { printf "%d\n", $5 * 1000 }')
+	[[ -n $us ]] && echo "$us"
 }
 
 measure() { # NAME: iperf3 TCP and ping between $A and 192.0.2.2 in $B
@@ -36,7 +39,9 @@ measure() { # NAME: iperf3 TCP and ping between $A and 192.0.2.2 in $B
 
 ktap_header 8
 
-# veth: the ceiling of the netns + TCP stack in this guest
+# veth: the ceiling of the netns + TCP stack in this guest (the guest's
+# usermode helper cannot autoload modules: load veth explicitly)
+modprobe veth
 setup_ns A B
 ip link add vA netns "$A" type veth peer name vB netns "$B" &&
 	ip -n "$A" addr add 192.0.2.1/24 dev vA && ip -n "$B" addr add 192.0.2.2/24 dev vB &&

@@ -1,20 +1,200 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ipoib-ng: IP over InfiniBand.
+ * ipoib-ng: IP over InfiniBand (RFC 4391/4392).
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #ifndef IPOIB_H
 #define IPOIB_H
 
+#include <linux/hashtable.h>
+#include <linux/if_infiniband.h>
+#include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_sa.h>
 #include <rdma/ib_verbs.h>
 
-/* One HCA we are attached to, and which of its ports speak InfiniBand. */
-struct ipoib_dev {
-	struct ib_device *ca;
-	u32 nports;
-	unsigned long *ib_ports;	/* bit p-1 set: port p is an IB port */
+/* The 4-byte IPoIB header on the wire (RFC 4391). */
+struct ipoib_header {
+	__be16 proto;
+	u16 reserved;
 };
+
+/*
+ * Between header_ops->create and ndo_start_xmit the destination hardware
+ * address travels in front of the IPoIB header, as in-tree does.
+ */
+#define IPOIB_PSEUDO_LEN	INFINIBAND_ALEN
+#define IPOIB_HARD_LEN		(IPOIB_PSEUDO_LEN + IPOIB_ENCAP_LEN)
+#define IPOIB_ENCAP_LEN		((unsigned int)sizeof(struct ipoib_header))
+#define IPOIB_UD_MTU(ib_mtu)	((ib_mtu) - IPOIB_ENCAP_LEN)
+#define IPOIB_UD_BUF(ib_mtu)	((ib_mtu) + IB_GRH_BYTES)
+#define IPOIB_MIN_MTU		68
+
+#define IPOIB_QPN_MASK		0xffffff
+#define IPOIB_MCAST_QPN		0xffffff
+#define IPOIB_OP_RECV		BIT_ULL(63)
+
+/* queue limits: bounded waits while a path or a group is resolved */
+#define IPOIB_MAX_PATH_QUEUE	3
+#define IPOIB_MAX_MCAST_QUEUE	64
+#define IPOIB_MAX_BACKOFF	16	/* seconds */
+#define IPOIB_PATH_HASH_BITS	8
+
+/* Why an interface has no carrier; read back as sysfs carrier_reason. */
+enum ipoib_carrier_reason {
+	IPOIB_CARRIER_DOWN,		/* administratively down */
+	IPOIB_CARRIER_PORT_DOWN,
+	IPOIB_CARRIER_PKEY_ABSENT,
+	IPOIB_CARRIER_JOIN_PENDING,
+	IPOIB_CARRIER_JOIN_FAILED,
+	IPOIB_CARRIER_UP,
+};
+
+/* An address handle shared by a path or group and by in-flight sends. */
+struct ipoib_ah {
+	struct kref ref;
+	struct ib_ah *ah;
+};
+
+struct ipoib_tx_buf {
+	struct sk_buff *skb;
+	u64 mapping;
+	struct ipoib_ah *ah;
+};
+
+struct ipoib_rx_buf {
+	struct sk_buff *skb;
+	u64 mapping;
+};
+
+struct ipoib_path {
+	struct hlist_node node;
+	struct list_head flush;
+	union ib_gid dgid;
+	struct ipoib_ah *ah;		/* NULL until resolved */
+	struct sk_buff_head queue;	/* waiting for resolution */
+	struct ib_sa_query *query;
+	int query_id;
+	struct completion done;		/* the query's callback has run */
+	unsigned long retry_after;	/* jiffies; failed queries back off */
+	struct ipoib_dev_priv *priv;
+};
+
+enum ipoib_mcast_state {
+	IPOIB_MCAST_IDLE,		/* join to be started */
+	IPOIB_MCAST_JOINING,
+	IPOIB_MCAST_JOINED,
+	IPOIB_MCAST_FAILED,		/* waiting for the backoff */
+};
+
+struct ipoib_mcast {
+	struct list_head list;
+	union ib_gid mgid;
+	bool sendonly;
+	bool wanted;			/* in the netdev's multicast list */
+	enum ipoib_mcast_state state;
+	int status;			/* last join failure */
+	unsigned int backoff;		/* seconds */
+	unsigned long retry_after;	/* jiffies */
+	struct ib_sa_multicast *mc;
+	struct ib_sa_mcmember_rec rec;
+	struct ipoib_ah *ah;
+	bool attached;
+	struct sk_buff_head queue;
+	struct ipoib_dev_priv *priv;
+};
+
+struct ipoib_dev_priv {
+	struct net_device *dev;
+	struct ib_device *ca;
+	u32 port;
+	struct list_head list;		/* on the HCA's list of interfaces */
+
+	u16 pkey;			/* with the full-member bit */
+	u16 pkey_index;
+	u32 qkey;
+	union ib_gid local_gid;
+	u16 local_lid;
+	unsigned int max_ib_mtu;	/* bytes */
+	unsigned int mcast_mtu;		/* IPoIB MTU the broadcast group allows */
+	unsigned int admin_mtu;
+
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct napi_struct napi;
+	bool transport_up;		/* under rtnl */
+
+	struct ipoib_rx_buf *rx_ring;
+	unsigned int rx_size;
+	unsigned int rx_outstanding;	/* NAPI context */
+	struct ipoib_tx_buf *tx_ring;
+	unsigned int tx_size;
+	unsigned int tx_head;		/* xmit, under the tx lock */
+	unsigned int tx_tail;		/* NAPI */
+
+	/* lock protects paths, mcasts and the carrier reason */
+	spinlock_t lock;
+	DECLARE_HASHTABLE(paths, IPOIB_PATH_HASH_BITS);
+	struct list_head mcasts;
+	struct ipoib_mcast *broadcast;
+	bool mcast_running;		/* joins may be (re)started */
+	enum ipoib_carrier_reason reason;
+	int reason_status;
+
+	struct delayed_work mcast_work;
+	struct work_struct carrier_work;
+	struct work_struct restart_work;
+	struct work_struct rx_mode_work;
+};
+
+/* main.c */
+extern struct workqueue_struct *ipoib_wq;
+extern struct ib_sa_client ipoib_sa_client;
+extern unsigned int ipoib_send_queue_size;
+extern unsigned int ipoib_recv_queue_size;
+void ipoib_set_reason(struct ipoib_dev_priv *priv,
+		      enum ipoib_carrier_reason reason, int status);
+
+/* ib.c */
+int ipoib_transport_init(struct ipoib_dev_priv *priv);
+void ipoib_transport_cleanup(struct ipoib_dev_priv *priv);
+int ipoib_transport_up(struct ipoib_dev_priv *priv);
+void ipoib_transport_down(struct ipoib_dev_priv *priv);
+int ipoib_napi_poll(struct napi_struct *napi, int budget);
+int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+	       struct ipoib_ah *ah, u32 qpn, u32 qkey);
+struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
+				 struct rdma_ah_attr *attr);
+void ipoib_ah_put(struct ipoib_ah *ah);
+
+/* path.c */
+netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
+			       struct sk_buff *skb, const u8 *daddr);
+void ipoib_flush_paths(struct ipoib_dev_priv *priv);
+
+/* mcast.c */
+netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,
+			     struct sk_buff *skb, const u8 *daddr);
+void ipoib_mcast_start(struct ipoib_dev_priv *priv);
+void ipoib_mcast_stop(struct ipoib_dev_priv *priv);
+void ipoib_mcast_work(struct work_struct *work);
+void ipoib_rx_mode_work(struct work_struct *work);
+
+static inline struct ipoib_dev_priv *ipoib_priv(const struct net_device *dev)
+{
+	return netdev_priv(dev);
+}
+
+/* Multicast hardware addresses carry QPN 0xffffff and an MGID (ff..). */
+static inline bool ipoib_is_mcast_addr(const u8 *hwaddr)
+{
+	return hwaddr[4] == 0xff;
+}
 
 #endif /* IPOIB_H */

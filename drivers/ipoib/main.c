@@ -1,17 +1,484 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipoib-ng: module entry and the ib_client that follows HCAs coming and
- * going. The network interfaces hang off this in a later stage.
+ * ipoib-ng: module entry, the ib_client that creates one interface per
+ * InfiniBand port, the net_device operations and IB event handling.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/bitmap.h>
+#include <linux/ethtool.h>
+#include <linux/if_arp.h>
 #include <linux/module.h>
+#include <linux/rtnetlink.h>
 #include <linux/slab.h>
+#include <net/rtnetlink.h>
+#include <uapi/linux/if_link.h>
 
 #include "ipoib.h"
+
+unsigned int ipoib_send_queue_size = 128;
+unsigned int ipoib_recv_queue_size = 256;
+static unsigned int ipoib_debug_level;
+
+module_param_named(send_queue_size, ipoib_send_queue_size, uint, 0444);
+MODULE_PARM_DESC(send_queue_size, "Number of descriptors in send queue (128-8192, power of two)");
+module_param_named(recv_queue_size, ipoib_recv_queue_size, uint, 0444);
+MODULE_PARM_DESC(recv_queue_size, "Number of descriptors in receive queue (2-8192)");
+module_param_named(debug_level, ipoib_debug_level, uint, 0644);
+MODULE_PARM_DESC(debug_level, "Enable debug tracing if > 0");
+
+struct workqueue_struct *ipoib_wq;
+struct ib_sa_client ipoib_sa_client;
+
+/* One HCA we are attached to: its IPoIB interfaces and event handler. */
+struct ipoib_hca {
+	struct ib_device *ca;
+	struct list_head privs;
+	struct ib_event_handler event_handler;
+};
+
+static const char * const ipoib_reason_names[] = {
+	[IPOIB_CARRIER_DOWN] = "down",
+	[IPOIB_CARRIER_PORT_DOWN] = "port-down",
+	[IPOIB_CARRIER_PKEY_ABSENT] = "pkey-absent",
+	[IPOIB_CARRIER_JOIN_PENDING] = "join-pending",
+	[IPOIB_CARRIER_JOIN_FAILED] = "join-failed",
+	[IPOIB_CARRIER_UP] = "up",
+};
+
+/*
+ * Record why the interface has (no) carrier and let carrier_work apply it
+ * under rtnl. Callable from any context.
+ */
+void ipoib_set_reason(struct ipoib_dev_priv *priv,
+		      enum ipoib_carrier_reason reason, int status)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	priv->reason = reason;
+	priv->reason_status = status;
+	spin_unlock_irqrestore(&priv->lock, flags);
+	queue_work(ipoib_wq, &priv->carrier_work);
+}
+
+static void ipoib_carrier_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   carrier_work);
+	struct net_device *dev = priv->dev;
+	bool up;
+
+	rtnl_lock();
+	up = netif_running(dev) && READ_ONCE(priv->reason) == IPOIB_CARRIER_UP;
+	if (up) {
+		unsigned int admin = priv->admin_mtu;
+
+		/* the broadcast group decides the datagram MTU; keep the admin's */
+		dev_set_mtu(dev, min(admin, priv->mcast_mtu));
+		priv->admin_mtu = admin;
+		netif_carrier_on(dev);
+	} else {
+		netif_carrier_off(dev);
+	}
+	rtnl_unlock();
+}
+
+/* The broadcast address: QPN 0xffffff, MGID ff12:401b:<pkey>::ffff:ffff. */
+static void ipoib_set_broadcast(struct ipoib_dev_priv *priv)
+{
+	static const u8 bcast[INFINIBAND_ALEN] = {
+		0x00, 0xff, 0xff, 0xff, 0xff, 0x12, 0x40, 0x1b, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff };
+	struct net_device *dev = priv->dev;
+
+	memcpy(dev->broadcast, bcast, INFINIBAND_ALEN);
+	dev->broadcast[8] = priv->pkey >> 8;
+	dev->broadcast[9] = priv->pkey & 0xff;
+}
+
+static void ipoib_set_hwaddr(struct ipoib_dev_priv *priv)
+{
+	u8 addr[INFINIBAND_ALEN];
+	u32 qpn = priv->qp->qp_num;
+
+	addr[0] = 0;	/* no connected mode yet */
+	addr[1] = qpn >> 16;
+	addr[2] = qpn >> 8;
+	addr[3] = qpn;
+	memcpy(addr + 4, &priv->local_gid, sizeof(priv->local_gid));
+	dev_addr_set(priv->dev, addr);
+}
+
+/*
+ * Learn what the port says now: state, LID, GID, MTU and the parent's
+ * P_Key (table index 0). Returns the carrier reason it implies.
+ */
+static enum ipoib_carrier_reason ipoib_query_port(struct ipoib_dev_priv *priv)
+{
+	struct ib_port_attr attr;
+	u16 pkey;
+
+	ASSERT_RTNL();
+	if (ib_query_port(priv->ca, priv->port, &attr))
+		return IPOIB_CARRIER_PORT_DOWN;
+	priv->local_lid = attr.lid;
+	priv->max_ib_mtu = ib_mtu_enum_to_int(attr.max_mtu);
+	if (!rdma_query_gid(priv->ca, priv->port, 0, &priv->local_gid))
+		ipoib_set_hwaddr(priv);
+	if (!ib_query_pkey(priv->ca, priv->port, 0, &pkey) && pkey) {
+		priv->pkey = pkey | 0x8000;
+		ipoib_set_broadcast(priv);
+	}
+	if (attr.state != IB_PORT_ACTIVE)
+		return IPOIB_CARRIER_PORT_DOWN;
+	if (ib_find_pkey(priv->ca, priv->port, priv->pkey, &priv->pkey_index))
+		return IPOIB_CARRIER_PKEY_ABSENT;
+	return IPOIB_CARRIER_JOIN_PENDING;
+}
+
+/* Start the datapath if the port allows it; admin-up either way. */
+static void ipoib_start(struct ipoib_dev_priv *priv)
+{
+	enum ipoib_carrier_reason reason;
+
+	ASSERT_RTNL();
+	reason = ipoib_query_port(priv);
+	if (reason != IPOIB_CARRIER_JOIN_PENDING) {
+		ipoib_set_reason(priv, reason, 0);
+		return;
+	}
+	if (ipoib_transport_up(priv)) {
+		ipoib_set_reason(priv, IPOIB_CARRIER_PORT_DOWN, 0);
+		return;
+	}
+	ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_PENDING, 0);
+	netif_start_queue(priv->dev);
+	ipoib_mcast_start(priv);
+}
+
+static void ipoib_halt(struct ipoib_dev_priv *priv)
+{
+	ASSERT_RTNL();
+	netif_carrier_off(priv->dev);
+	netif_tx_disable(priv->dev);
+	ipoib_mcast_stop(priv);
+	ipoib_flush_paths(priv);
+	ipoib_transport_down(priv);
+}
+
+static int ipoib_open(struct net_device *dev)
+{
+	ipoib_start(ipoib_priv(dev));
+	return 0;
+}
+
+static int ipoib_stop(struct net_device *dev)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	ipoib_halt(priv);
+	ipoib_set_reason(priv, IPOIB_CARRIER_DOWN, 0);
+	return 0;
+}
+
+/* Port, P_Key or SM changes: take the datapath down and up again. */
+static void ipoib_restart_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   restart_work);
+
+	rtnl_lock();
+	if (netif_running(priv->dev)) {
+		ipoib_halt(priv);
+		ipoib_start(priv);
+	}
+	rtnl_unlock();
+}
+
+static netdev_tx_t ipoib_start_xmit(struct sk_buff *skb,
+				    struct net_device *dev)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	u8 daddr[INFINIBAND_ALEN];
+
+	if (skb->len < IPOIB_HARD_LEN) {
+		dev->stats.tx_dropped++;
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+	memcpy(daddr, skb->data, INFINIBAND_ALEN);
+	skb_pull(skb, IPOIB_PSEUDO_LEN);
+
+	if (ipoib_is_mcast_addr(daddr))
+		return ipoib_mcast_xmit(priv, skb, daddr);
+	return ipoib_unicast_xmit(priv, skb, daddr);
+}
+
+static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	if (new_mtu > IPOIB_UD_MTU(priv->max_ib_mtu)) {
+		netdev_info(dev, "MTU %d is above the datagram maximum %u\n",
+			    new_mtu, IPOIB_UD_MTU(priv->max_ib_mtu));
+		return -EINVAL;
+	}
+	priv->admin_mtu = new_mtu;
+	/* effective MTU: what both the admin and the broadcast group allow */
+	dev->mtu = min_t(unsigned int, new_mtu, priv->mcast_mtu);
+	return 0;
+}
+
+static void ipoib_set_rx_mode(struct net_device *dev)
+{
+	queue_work(ipoib_wq, &ipoib_priv(dev)->rx_mode_work);
+}
+
+static const struct net_device_ops ipoib_netdev_ops = {
+	.ndo_open = ipoib_open,
+	.ndo_stop = ipoib_stop,
+	.ndo_start_xmit = ipoib_start_xmit,
+	.ndo_change_mtu = ipoib_change_mtu,
+	.ndo_set_rx_mode = ipoib_set_rx_mode,
+};
+
+static int ipoib_hard_header(struct sk_buff *skb, struct net_device *dev,
+			     unsigned short type, const void *daddr,
+			     const void *saddr, unsigned int len)
+{
+	struct ipoib_header *hdr;
+
+	hdr = skb_push(skb, sizeof(*hdr));
+	hdr->proto = htons(type);
+	hdr->reserved = 0;
+	/* the destination rides in front until ndo_start_xmit */
+	if (daddr)
+		memcpy(skb_push(skb, IPOIB_PSEUDO_LEN), daddr, INFINIBAND_ALEN);
+	else
+		memset(skb_push(skb, IPOIB_PSEUDO_LEN), 0, INFINIBAND_ALEN);
+	return IPOIB_HARD_LEN;
+}
+
+static const struct header_ops ipoib_header_ops = {
+	.create = ipoib_hard_header,
+};
+
+static void ipoib_get_drvinfo(struct net_device *dev,
+			      struct ethtool_drvinfo *info)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	strscpy(info->driver, "ib_ipoib", sizeof(info->driver));
+	strscpy(info->version, IPOIB_NG_VERSION, sizeof(info->version));
+	strscpy(info->bus_info, dev_name(&priv->ca->dev), sizeof(info->bus_info));
+	ib_get_device_fw_str(priv->ca, info->fw_version);
+}
+
+static const struct ethtool_ops ipoib_ethtool_ops = {
+	.get_drvinfo = ipoib_get_drvinfo,
+	.get_link = ethtool_op_get_link,
+};
+
+static size_t ipoib_get_size(const struct net_device *dev)
+{
+	return nla_total_size(2) +	/* IFLA_IPOIB_PKEY */
+	       nla_total_size(2) +	/* IFLA_IPOIB_MODE */
+	       nla_total_size(2);	/* IFLA_IPOIB_UMCAST */
+}
+
+static int ipoib_fill_info(struct sk_buff *skb, const struct net_device *dev)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	if (nla_put_u16(skb, IFLA_IPOIB_PKEY, priv->pkey) ||
+	    nla_put_u16(skb, IFLA_IPOIB_MODE, IPOIB_MODE_DATAGRAM) ||
+	    nla_put_u16(skb, IFLA_IPOIB_UMCAST, 0))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int ipoib_newlink(struct net *src_net, struct net_device *dev,
+			 struct nlattr *tb[], struct nlattr *data[],
+			 struct netlink_ext_ack *extack)
+{
+	NL_SET_ERR_MSG(extack, "ipoib-ng: pkey child interfaces are not available yet");
+	return -EOPNOTSUPP;
+}
+
+static struct rtnl_link_ops ipoib_link_ops __read_mostly = {
+	.kind = "ipoib",
+	/* parents go back to init_net when their namespace is destroyed */
+	.netns_refund = true,
+	.priv_size = sizeof(struct ipoib_dev_priv),
+	.maxtype = IFLA_IPOIB_MAX,
+	.get_size = ipoib_get_size,
+	.fill_info = ipoib_fill_info,
+	.newlink = ipoib_newlink,
+};
+
+static ssize_t carrier_reason_show(struct device *d,
+				   struct device_attribute *attr, char *buf)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(to_net_dev(d));
+	enum ipoib_carrier_reason reason;
+	unsigned long flags;
+	int status;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	reason = priv->reason;
+	status = priv->reason_status;
+	spin_unlock_irqrestore(&priv->lock, flags);
+	if (reason == IPOIB_CARRIER_JOIN_FAILED)
+		return sysfs_emit(buf, "%s %d\n", ipoib_reason_names[reason],
+				  status);
+	return sysfs_emit(buf, "%s\n", ipoib_reason_names[reason]);
+}
+static DEVICE_ATTR_RO(carrier_reason);
+
+static ssize_t pkey_show(struct device *d, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "0x%04x\n", ipoib_priv(to_net_dev(d))->pkey);
+}
+static DEVICE_ATTR_RO(pkey);
+
+static ssize_t mode_show(struct device *d, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "datagram\n");
+}
+static DEVICE_ATTR_RO(mode);
+
+static struct attribute *ipoib_attrs[] = {
+	&dev_attr_carrier_reason.attr,
+	&dev_attr_pkey.attr,
+	&dev_attr_mode.attr,
+	NULL,
+};
+
+static const struct attribute_group ipoib_attr_group = {
+	.attrs = ipoib_attrs,
+};
+
+static void ipoib_setup(struct net_device *dev)
+{
+	dev->netdev_ops = &ipoib_netdev_ops;
+	dev->header_ops = &ipoib_header_ops;
+	dev->ethtool_ops = &ipoib_ethtool_ops;
+	dev->rtnl_link_ops = &ipoib_link_ops;
+	dev->type = ARPHRD_INFINIBAND;
+	dev->addr_len = INFINIBAND_ALEN;
+	dev->hard_header_len = IPOIB_HARD_LEN;
+	dev->flags = IFF_BROADCAST | IFF_MULTICAST;
+	dev->min_mtu = IPOIB_MIN_MTU;
+	dev->mtu = IPOIB_UD_MTU(2048);
+	dev->watchdog_timeo = HZ;
+	dev->tx_queue_len = ipoib_send_queue_size * 2;
+	dev->sysfs_groups[0] = &ipoib_attr_group;
+}
+
+static void ipoib_priv_init(struct ipoib_dev_priv *priv,
+			    struct net_device *dev, struct ib_device *ca,
+			    u32 port)
+{
+	priv->dev = dev;
+	priv->ca = ca;
+	priv->port = port;
+	priv->pkey = 0xffff;
+	priv->reason = IPOIB_CARRIER_DOWN;
+	priv->mcast_mtu = IPOIB_UD_MTU(2048);
+	spin_lock_init(&priv->lock);
+	hash_init(priv->paths);
+	INIT_LIST_HEAD(&priv->mcasts);
+	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
+	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
+	INIT_WORK(&priv->restart_work, ipoib_restart_work);
+	INIT_WORK(&priv->rx_mode_work, ipoib_rx_mode_work);
+	netif_napi_add(dev, &priv->napi, ipoib_napi_poll);
+}
+
+static struct ipoib_dev_priv *ipoib_add_port(struct ib_device *ca, u32 port)
+{
+	struct ipoib_dev_priv *priv;
+	struct net_device *dev;
+	int ret;
+
+	dev = alloc_netdev(sizeof(*priv), "ib%d", NET_NAME_UNKNOWN, ipoib_setup);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	priv = ipoib_priv(dev);
+	ipoib_priv_init(priv, dev, ca, port);
+	SET_NETDEV_DEV(dev, ca->dev.parent);
+	dev->dev_port = port - 1;
+
+	ret = ipoib_transport_init(priv);
+	if (ret)
+		goto err_free_netdev;
+
+	rtnl_lock();
+	ipoib_query_port(priv);
+	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	dev->max_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	ret = register_netdevice(dev);
+	rtnl_unlock();
+	if (ret)
+		goto err_transport_cleanup;
+	return priv;
+
+err_transport_cleanup:
+	ipoib_transport_cleanup(priv);
+err_free_netdev:
+	netif_napi_del(&priv->napi);
+	free_netdev(dev);
+	return ERR_PTR(ret);
+}
+
+static void ipoib_remove_port(struct ipoib_dev_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+
+	/*
+	 * 1. Unregister (stops the interface: ndo_stop halts the datapath).
+	 * 2. No work item may run past this point: they all use the QP.
+	 * 3. Verbs objects go, then the netdev memory.
+	 */
+	unregister_netdev(dev);
+	cancel_delayed_work_sync(&priv->mcast_work);
+	cancel_work_sync(&priv->restart_work);
+	cancel_work_sync(&priv->rx_mode_work);
+	cancel_work_sync(&priv->carrier_work);
+	ipoib_mcast_stop(priv);
+	ipoib_transport_cleanup(priv);
+	netif_napi_del(&priv->napi);
+	free_netdev(dev);
+}
+
+static void ipoib_event(struct ib_event_handler *handler,
+			struct ib_event *event)
+{
+	struct ipoib_hca *hca = container_of(handler, struct ipoib_hca,
+					     event_handler);
+	struct ipoib_dev_priv *priv;
+
+	switch (event->event) {
+	case IB_EVENT_PORT_ERR:
+	case IB_EVENT_PORT_ACTIVE:
+	case IB_EVENT_LID_CHANGE:
+	case IB_EVENT_PKEY_CHANGE:
+	case IB_EVENT_CLIENT_REREGISTER:
+	case IB_EVENT_SM_CHANGE:
+	case IB_EVENT_GID_CHANGE:
+		break;
+	default:
+		return;
+	}
+	/* the list is fixed between add_one and remove_one */
+	list_for_each_entry(priv, &hca->privs, list)
+		if (priv->port == event->element.port_num)
+			queue_work(ipoib_wq, &priv->restart_work);
+}
 
 static int ipoib_add_one(struct ib_device *ca);
 static void ipoib_remove_one(struct ib_device *ca, void *client_data);
@@ -24,55 +491,89 @@ static struct ib_client ipoib_client = {
 
 static int ipoib_add_one(struct ib_device *ca)
 {
-	struct ipoib_dev *idev;
+	struct ipoib_dev_priv *priv;
+	struct ipoib_hca *hca;
 	unsigned int found = 0;
 	u32 p;
 
-	idev = kzalloc(sizeof(*idev), GFP_KERNEL);
-	if (!idev)
+	hca = kzalloc(sizeof(*hca), GFP_KERNEL);
+	if (!hca)
 		return -ENOMEM;
-	idev->ib_ports = bitmap_zalloc(rdma_end_port(ca), GFP_KERNEL);
-	if (!idev->ib_ports) {
-		kfree(idev);
-		return -ENOMEM;
-	}
-	idev->ca = ca;
-	idev->nports = rdma_end_port(ca);
+	hca->ca = ca;
+	INIT_LIST_HEAD(&hca->privs);
 
 	/* IPoIB runs only on InfiniBand-link-layer ports (not RoCE/iWARP) */
 	rdma_for_each_port(ca, p) {
 		if (!rdma_protocol_ib(ca, p))
 			continue;
-		set_bit(p - 1, idev->ib_ports);
 		found++;
+		priv = ipoib_add_port(ca, p);
+		if (IS_ERR(priv)) {
+			dev_warn(&ca->dev, "ipoib: port %u: cannot create an interface: %ld\n",
+				 p, PTR_ERR(priv));
+			continue;
+		}
+		list_add_tail(&priv->list, &hca->privs);
 	}
-	if (!found) {
-		bitmap_free(idev->ib_ports);
-		kfree(idev);
-		return -EOPNOTSUPP;
+	if (list_empty(&hca->privs)) {
+		kfree(hca);
+		return found ? -ENODEV : -EOPNOTSUPP;
 	}
 
-	dev_dbg(&ca->dev, "ipoib: %u InfiniBand port(s)\n", found);
-	ib_set_client_data(ca, &ipoib_client, idev);
+	INIT_IB_EVENT_HANDLER(&hca->event_handler, ca, ipoib_event);
+	ib_register_event_handler(&hca->event_handler);
+	ib_set_client_data(ca, &ipoib_client, hca);
 	return 0;
 }
 
 static void ipoib_remove_one(struct ib_device *ca, void *client_data)
 {
-	struct ipoib_dev *idev = client_data;
+	struct ipoib_hca *hca = client_data;
+	struct ipoib_dev_priv *priv, *tmp;
 
-	bitmap_free(idev->ib_ports);
-	kfree(idev);
+	ib_unregister_event_handler(&hca->event_handler);
+	list_for_each_entry_safe(priv, tmp, &hca->privs, list) {
+		list_del(&priv->list);
+		ipoib_remove_port(priv);
+	}
+	kfree(hca);
 }
 
 static int __init ipoib_init_module(void)
 {
-	return ib_register_client(&ipoib_client);
+	int ret;
+
+	ipoib_send_queue_size = roundup_pow_of_two(clamp(ipoib_send_queue_size,
+							 128U, 8192U));
+	ipoib_recv_queue_size = clamp(ipoib_recv_queue_size, 2U, 8192U);
+
+	ipoib_wq = alloc_workqueue("ipoib_ng", WQ_MEM_RECLAIM, 0);
+	if (!ipoib_wq)
+		return -ENOMEM;
+	ib_sa_register_client(&ipoib_sa_client);
+
+	ret = rtnl_link_register(&ipoib_link_ops);
+	if (ret)
+		goto err_unregister_sa;
+	ret = ib_register_client(&ipoib_client);
+	if (ret)
+		goto err_unregister_link;
+	return 0;
+
+err_unregister_link:
+	rtnl_link_unregister(&ipoib_link_ops);
+err_unregister_sa:
+	ib_sa_unregister_client(&ipoib_sa_client);
+	destroy_workqueue(ipoib_wq);
+	return ret;
 }
 
 static void __exit ipoib_cleanup_module(void)
 {
 	ib_unregister_client(&ipoib_client);
+	rtnl_link_unregister(&ipoib_link_ops);
+	ib_sa_unregister_client(&ipoib_sa_client);
+	destroy_workqueue(ipoib_wq);
 }
 
 module_init(ipoib_init_module);
@@ -82,3 +583,4 @@ MODULE_AUTHOR("The ipoib-ng authors");
 MODULE_DESCRIPTION("IP-over-InfiniBand net driver (ipoib-ng)");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(IPOIB_NG_VERSION);
+MODULE_ALIAS_RTNL_LINK("ipoib");

@@ -31,13 +31,23 @@ load_ipoib
 ktap_result $? "ib_ipoib loads ($(ipoib_module_path))"
 defer unload_ipoib
 
-# The in-tree driver creates one interface per port; ours does not yet.
-if [[ $IPOIB == intree ]]; then
-	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
-	ktap_result $? "one IPoIB interface per port"
-else
-	ktap_skip "one IPoIB interface per port" "datagram mode lands with issue 4"
-fi
+RET=0
+slowwait 10 test -d /sys/class/net/ib1 >/dev/null
+check_err $? "no ib1"
+for p in 0 1; do
+	[[ $(cat /sys/class/net/ib$p/type) == 32 && $(cat /sys/class/net/ib$p/dev_port) == $p &&
+	   $(cat /sys/class/net/ib$p/addr_len) == 20 ]]
+	check_err $? "ib$p: type/dev_port/addr_len"
+	[[ $(cat /sys/class/net/ib$p/address) == ??:??:??:??:fe:80:00:00:00:00:00:00:02:11:0b:ff:00:00:00:0$((p + 1)) ]]
+	check_err $? "ib$p address $(cat /sys/class/net/ib$p/address) does not end in the port GID"
+	[[ $(cat /sys/class/net/ib$p/broadcast) == 00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff ]]
+	check_err $? "ib$p broadcast $(cat /sys/class/net/ib$p/broadcast)"
+	[[ $(ethtool -i ib$p | sed -n 's/^driver: //p') == ib_ipoib ]]
+	check_err $? "ib$p ethtool driver"
+	ip -d link show ib$p | grep -q "ipoib pkey 0xffff mode datagram"
+	check_err $? "ib$p: ip -d link: $(ip -d link show ib$p | grep ipoib)"
+done
+log_test "one IPoIB interface per port with the in-tree identity"
 
 unload_ipoib
 RET=0

@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 180
 #
 # Datagram mode across the softib fabric: each port's IPoIB parent in its
 # own netns, IPv4 and IPv6 ping both ways, a 10 s iperf3 TCP stream.
-# (Runs for our ib_ipoib too once its datapath lands.)
+
 
 source "$(dirname "$0")/../lib.sh"
 

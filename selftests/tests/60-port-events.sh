@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 240
 #
 # Subnet events: a client reregistration (the SM lost its state) and a

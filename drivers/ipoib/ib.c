@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipoib-ng: the UD transport of one interface. One PD, one CQ for sends
+ * and receives (polled by NAPI) and one UD QP bound to the interface's
+ * P_Key index. The QP exists as long as the interface (its QPN is part of
+ * the hardware address); it is brought to RTS when the interface goes up
+ * and back to RESET, with every buffer returned, when it goes down.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/delay.h>
+#include <linux/if_arp.h>
+#include <net/ip.h>
+
+#include "ipoib.h"
+
+static void ipoib_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct ipoib_dev_priv *priv = ctx;
+
+	napi_schedule(&priv->napi);
+}
+
+int ipoib_transport_init(struct ipoib_dev_priv *priv)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_UD,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = {
+			.max_send_wr = ipoib_send_queue_size,
+			.max_recv_wr = ipoib_recv_queue_size,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+	struct ib_cq_init_attr cq_attr = {
+		.cqe = ipoib_send_queue_size + ipoib_recv_queue_size,
+	};
+	int ret;
+
+	priv->tx_size = ipoib_send_queue_size;
+	priv->rx_size = ipoib_recv_queue_size;
+	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
+				 GFP_KERNEL);
+	priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
+				 GFP_KERNEL);
+	if (!priv->tx_ring || !priv->rx_ring) {
+		ret = -ENOMEM;
+		goto err_free_rings;
+	}
+
+	priv->pd = ib_alloc_pd(priv->ca, 0);
+	if (IS_ERR(priv->pd)) {
+		ret = PTR_ERR(priv->pd);
+		goto err_free_rings;
+	}
+	priv->cq = ib_create_cq(priv->ca, ipoib_cq_event, NULL, priv, &cq_attr);
+	if (IS_ERR(priv->cq)) {
+		ret = PTR_ERR(priv->cq);
+		goto err_dealloc_pd;
+	}
+	init.send_cq = priv->cq;
+	init.recv_cq = priv->cq;
+	priv->qp = ib_create_qp(priv->pd, &init);
+	if (IS_ERR(priv->qp)) {
+		ret = PTR_ERR(priv->qp);
+		goto err_destroy_cq;
+	}
+	return 0;
+
+err_destroy_cq:
+	ib_destroy_cq(priv->cq);
+err_dealloc_pd:
+	ib_dealloc_pd(priv->pd);
+err_free_rings:
+	kvfree(priv->rx_ring);
+	kvfree(priv->tx_ring);
+	return ret;
+}
+
+void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
+{
+	ib_destroy_qp(priv->qp);
+	ib_destroy_cq(priv->cq);
+	ib_dealloc_pd(priv->pd);
+	kvfree(priv->rx_ring);
+	kvfree(priv->tx_ring);
+}
+
+static void ipoib_ah_release(struct kref *ref)
+{
+	struct ipoib_ah *ah = container_of(ref, struct ipoib_ah, ref);
+
+	/* no sleeping flag: the last reference may drop in NAPI context */
+	rdma_destroy_ah(ah->ah, 0);
+	kfree(ah);
+}
+
+void ipoib_ah_put(struct ipoib_ah *ah)
+{
+	if (ah)
+		kref_put(&ah->ref, ipoib_ah_release);
+}
+
+struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
+				 struct rdma_ah_attr *attr)
+{
+	struct ipoib_ah *ah;
+
+	ah = kzalloc(sizeof(*ah), GFP_KERNEL);
+	if (!ah)
+		return NULL;
+	ah->ah = rdma_create_ah(priv->pd, attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah->ah)) {
+		kfree(ah);
+		return NULL;
+	}
+	kref_init(&ah->ref);
+	return ah;
+}
+
+static unsigned int ipoib_rx_buf_size(struct ipoib_dev_priv *priv)
+{
+	return IPOIB_UD_BUF(priv->max_ib_mtu);
+}
+
+/*
+ * Give receive slot "i" a fresh buffer and post it. An allocation failure
+ * leaves the slot empty; ipoib_refill() tries again on the next poll, so
+ * the ring cannot stall for good.
+ */
+static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
+{
+	struct ipoib_rx_buf *buf = &priv->rx_ring[i];
+	unsigned int size = ipoib_rx_buf_size(priv);
+	struct ib_sge sge;
+	struct ib_recv_wr wr = {
+		.wr_id = i | IPOIB_OP_RECV,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	struct sk_buff *skb;
+	int ret;
+
+	if (!buf->skb) {
+		/* 4 bytes of headroom keep the IP header aligned after GRH+4 */
+		skb = dev_alloc_skb(size + 4);
+		if (!skb)
+			return -ENOMEM;
+		skb_reserve(skb, 4);
+		buf->mapping = ib_dma_map_single(priv->ca, skb->data, size,
+						 DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
+			dev_kfree_skb_any(skb);
+			return -EIO;
+		}
+		buf->skb = skb;
+	}
+	sge.addr = buf->mapping;
+	sge.length = size;
+	sge.lkey = priv->pd->local_dma_lkey;
+	ret = ib_post_recv(priv->qp, &wr, NULL);
+	if (!ret)
+		priv->rx_outstanding++;
+	return ret;
+}
+
+static void ipoib_refill(struct ipoib_dev_priv *priv)
+{
+	unsigned int i;
+
+	if (priv->rx_outstanding == priv->rx_size)
+		return;
+	for (i = 0; i < priv->rx_size; i++)
+		if (!priv->rx_ring[i].skb && ipoib_post_rx(priv, i))
+			break;
+}
+
+static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
+{
+	struct ipoib_rx_buf *buf = &priv->rx_ring[i];
+
+	if (!buf->skb)
+		return;
+	ib_dma_unmap_single(priv->ca, buf->mapping, ipoib_rx_buf_size(priv),
+			    DMA_FROM_DEVICE);
+	dev_kfree_skb_any(buf->skb);
+	buf->skb = NULL;
+}
+
+static bool ipoib_proto_ok(__be16 proto)
+{
+	return proto == htons(ETH_P_IP) || proto == htons(ETH_P_IPV6) ||
+	       proto == htons(ETH_P_ARP) || proto == htons(ETH_P_RARP);
+}
+
+static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+{
+	unsigned int i = wc->wr_id & ~IPOIB_OP_RECV;
+	struct net_device *dev = priv->dev;
+	struct ipoib_rx_buf *buf;
+	struct sk_buff *skb;
+	struct ib_grh *grh;
+	__be16 proto;
+
+	if (i >= priv->rx_size || !priv->rx_ring[i].skb) {
+		netdev_warn_once(dev, "completion for an empty receive slot %u\n", i);
+		return;
+	}
+	buf = &priv->rx_ring[i];
+	priv->rx_outstanding--;
+
+	/* draining for transport_down(): nothing is delivered or reposted */
+	if (!priv->transport_up) {
+		ipoib_free_rx_buf(priv, i);
+		return;
+	}
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			dev->stats.rx_errors++;
+			ipoib_post_rx(priv, i);
+		} else {
+			ipoib_free_rx_buf(priv, i);
+		}
+		return;
+	}
+
+	/*
+	 * Drop what is not ours to deliver: our own multicast copies (the
+	 * fabric loops them back) and runts. The buffer is reposted as is.
+	 */
+	if ((wc->src_qp == priv->qp->qp_num && wc->slid == priv->local_lid) ||
+	    wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN) {
+		if (wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN)
+			dev->stats.rx_length_errors++;
+		ipoib_post_rx(priv, i);
+		return;
+	}
+
+	skb = buf->skb;
+	ib_dma_unmap_single(priv->ca, buf->mapping, ipoib_rx_buf_size(priv),
+			    DMA_FROM_DEVICE);
+	buf->skb = NULL;
+	if (ipoib_post_rx(priv, i) == -ENOMEM) {
+		/* keep the ring full rather than the packet */
+		buf->skb = skb;
+		buf->mapping = ib_dma_map_single(priv->ca, skb->data,
+						 ipoib_rx_buf_size(priv),
+						 DMA_FROM_DEVICE);
+		dev->stats.rx_dropped++;
+		ipoib_post_rx(priv, i);
+		return;
+	}
+
+	skb_put(skb, wc->byte_len);
+	grh = (struct ib_grh *)skb->data;
+	if (!(wc->wc_flags & IB_WC_GRH) || grh->dgid.raw[0] != 0xff)
+		skb->pkt_type = PACKET_HOST;
+	else if (!memcmp(&grh->dgid, dev->broadcast + 4, sizeof(grh->dgid)))
+		skb->pkt_type = PACKET_BROADCAST;
+	else
+		skb->pkt_type = PACKET_MULTICAST;
+	skb_pull(skb, IB_GRH_BYTES);
+
+	proto = ((struct ipoib_header *)skb->data)->proto;
+	if (!ipoib_proto_ok(proto)) {
+		dev->stats.rx_dropped++;
+		dev_kfree_skb_any(skb);
+		return;
+	}
+	skb_pull(skb, IPOIB_ENCAP_LEN);
+	skb->protocol = proto;
+	/* the MAC header as packet sockets see it: pseudo address + header */
+	memset(skb_push(skb, IPOIB_HARD_LEN), 0, IPOIB_PSEUDO_LEN);
+	skb_reset_mac_header(skb);
+	skb_pull(skb, IPOIB_HARD_LEN);
+	skb->dev = dev;
+
+	dev->stats.rx_packets++;
+	dev->stats.rx_bytes += skb->len;
+	napi_gro_receive(&priv->napi, skb);
+}
+
+static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+{
+	unsigned int i = wc->wr_id;
+	struct ipoib_tx_buf *buf;
+	struct net_device *dev = priv->dev;
+
+	if (i >= priv->tx_size) {
+		netdev_warn_once(dev, "send completion with wr_id %u\n", i);
+		return;
+	}
+	buf = &priv->tx_ring[i];
+	ib_dma_unmap_single(priv->ca, buf->mapping, buf->skb->len,
+			    DMA_TO_DEVICE);
+	if (wc->status == IB_WC_SUCCESS) {
+		dev->stats.tx_packets++;
+		dev->stats.tx_bytes += buf->skb->len;
+	} else if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		dev->stats.tx_errors++;
+	}
+	napi_consume_skb(buf->skb, 1);
+	buf->skb = NULL;
+	ipoib_ah_put(buf->ah);
+	buf->ah = NULL;
+	/* pairs with the acquire in ipoib_send(): the slot is free */
+	smp_store_release(&priv->tx_tail, priv->tx_tail + 1);
+}
+
+int ipoib_napi_poll(struct napi_struct *napi, int budget)
+{
+	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
+						   napi);
+	struct net_device *dev = priv->dev;
+	struct ib_wc wcs[16];
+	int done = 0, n, i;
+
+	while (done < budget) {
+		n = ib_poll_cq(priv->cq, min_t(int, ARRAY_SIZE(wcs), budget - done),
+			       wcs);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			if (wcs[i].wr_id & IPOIB_OP_RECV) {
+				ipoib_handle_rx(priv, &wcs[i]);
+				done++;
+			} else {
+				ipoib_handle_tx(priv, &wcs[i]);
+			}
+		}
+	}
+
+	if (netif_queue_stopped(dev) &&
+	    priv->tx_head - READ_ONCE(priv->tx_tail) <= priv->tx_size / 2) {
+		netif_tx_lock(dev);
+		if (netif_queue_stopped(dev))
+			netif_wake_queue(dev);
+		netif_tx_unlock(dev);
+	}
+	if (priv->transport_up)
+		ipoib_refill(priv);
+
+	if (done < budget && napi_complete_done(napi, done) &&
+	    ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		napi_schedule(napi);
+	return done;
+}
+
+/*
+ * Post one packet (IPoIB header first) as a UD send. Called with the
+ * netdev's tx lock held; consumes the skb and, on success, one reference
+ * on "ah" which the completion drops.
+ */
+int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+	       struct ipoib_ah *ah, u32 qpn, u32 qkey)
+{
+	struct net_device *dev = priv->dev;
+	unsigned int i = priv->tx_head & (priv->tx_size - 1);
+	struct ipoib_tx_buf *buf = &priv->tx_ring[i];
+	struct ib_sge sge;
+	struct ib_ud_wr wr = {
+		.wr = {
+			.wr_id = i,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IB_WR_SEND,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.ah = ah->ah,
+		.remote_qpn = qpn,
+		.remote_qkey = qkey,
+	};
+	int ret;
+
+	if (skb->len > priv->max_ib_mtu || skb_linearize(skb)) {
+		dev->stats.tx_dropped++;
+		dev_kfree_skb_any(skb);
+		return -EMSGSIZE;
+	}
+	buf->mapping = ib_dma_map_single(priv->ca, skb->data, skb->len,
+					 DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
+		dev->stats.tx_errors++;
+		dev_kfree_skb_any(skb);
+		return -EIO;
+	}
+	sge.addr = buf->mapping;
+	sge.length = skb->len;
+	sge.lkey = priv->pd->local_dma_lkey;
+	buf->skb = skb;
+	kref_get(&ah->ref);
+	buf->ah = ah;
+
+	ret = ib_post_send(priv->qp, &wr.wr, NULL);
+	if (ret) {
+		ib_dma_unmap_single(priv->ca, buf->mapping, skb->len,
+				    DMA_TO_DEVICE);
+		buf->skb = NULL;
+		buf->ah = NULL;
+		ipoib_ah_put(ah);
+		dev->stats.tx_errors++;
+		dev_kfree_skb_any(skb);
+		return ret;
+	}
+	priv->tx_head++;
+	netif_trans_update(dev);
+	/* pairs with the release in ipoib_handle_tx() */
+	if (priv->tx_head - smp_load_acquire(&priv->tx_tail) == priv->tx_size)
+		netif_stop_queue(dev);
+	return 0;
+}
+
+static int ipoib_modify_state(struct ipoib_dev_priv *priv,
+			      enum ib_qp_state state, int mask,
+			      struct ib_qp_attr *attr)
+{
+	attr->qp_state = state;
+	return ib_modify_qp(priv->qp, attr, mask | IB_QP_STATE);
+}
+
+/*
+ * Bring the QP to RTS on the interface's P_Key index and fill the receive
+ * ring. The caller found the P_Key index (under rtnl).
+ */
+int ipoib_transport_up(struct ipoib_dev_priv *priv)
+{
+	struct ib_qp_attr attr = {
+		.pkey_index = priv->pkey_index,
+		.port_num = priv->port,
+		.qkey = priv->qkey,
+	};
+	int ret;
+
+	ASSERT_RTNL();
+	ret = ipoib_modify_state(priv, IB_QPS_INIT, IB_QP_PKEY_INDEX |
+				 IB_QP_PORT | IB_QP_QKEY, &attr);
+	if (!ret)
+		ret = ipoib_modify_state(priv, IB_QPS_RTR, 0, &attr);
+	attr.sq_psn = 0;
+	if (!ret)
+		ret = ipoib_modify_state(priv, IB_QPS_RTS, IB_QP_SQ_PSN, &attr);
+	if (ret) {
+		netdev_err(priv->dev, "cannot bring the UD QP to RTS: %d\n", ret);
+		ipoib_modify_state(priv, IB_QPS_RESET, 0, &attr);
+		return ret;
+	}
+
+	priv->tx_head = 0;
+	priv->tx_tail = 0;
+	priv->rx_outstanding = 0;
+	priv->transport_up = true;
+	napi_enable(&priv->napi);
+	local_bh_disable();
+	ipoib_refill(priv);
+	local_bh_enable();
+	if (!priv->rx_outstanding) {
+		netdev_err(priv->dev, "cannot post receive buffers\n");
+		ipoib_transport_down(priv);
+		return -ENOMEM;
+	}
+	ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP);
+	return 0;
+}
+
+/*
+ * Take the QP out of service: 1. no more NAPI, 2. QP to ERR so that every
+ * posted WR completes (flushed), 3. reap those completions here until all
+ * buffers are back, 4. RESET for the next transport_up().
+ */
+void ipoib_transport_down(struct ipoib_dev_priv *priv)
+{
+	struct ib_qp_attr attr = {};
+	unsigned long deadline = jiffies + 5 * HZ;
+	struct ib_wc wcs[16];
+	unsigned int i;
+	int n;
+
+	ASSERT_RTNL();
+	if (!priv->transport_up)
+		return;
+	priv->transport_up = false;
+	napi_disable(&priv->napi);
+	netif_tx_disable(priv->dev);
+
+	ipoib_modify_state(priv, IB_QPS_ERR, 0, &attr);
+	while (priv->rx_outstanding ||
+	       priv->tx_head != READ_ONCE(priv->tx_tail)) {
+		n = ib_poll_cq(priv->cq, ARRAY_SIZE(wcs), wcs);
+		local_bh_disable();
+		for (i = 0; i < n; i++) {
+			if (wcs[i].wr_id & IPOIB_OP_RECV)
+				ipoib_handle_rx(priv, &wcs[i]);
+			else
+				ipoib_handle_tx(priv, &wcs[i]);
+		}
+		local_bh_enable();
+		if (n > 0)
+			continue;
+		if (time_after(jiffies, deadline)) {
+			netdev_warn(priv->dev, "%u receives and %u sends not flushed after 5s\n",
+				    priv->rx_outstanding,
+				    priv->tx_head - priv->tx_tail);
+			break;
+		}
+		usleep_range(1000, 2000);
+	}
+	ipoib_modify_state(priv, IB_QPS_RESET, 0, &attr);
+	for (i = 0; i < priv->rx_size; i++)
+		ipoib_free_rx_buf(priv, i);
+}

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipoib-ng: multicast. The broadcast group is joined first (full member;
+ * the SM must have created it) and decides Q_Key, MTU and carrier. Groups
+ * in the interface's multicast list are then joined as full members,
+ * created with the broadcast group's parameters; a packet for any other
+ * group triggers a send-only full member join and waits (up to 64 per
+ * group) for it. Failed joins back off 1, 2, 4 ... 16 seconds.
+ *
+ * Every join and leave runs in mcast_work (process context): the SA
+ * callbacks only record results, and ib_sa_free_multicast(), which waits
+ * for a callback, is never called from one.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/slab.h>
+
+#include "ipoib.h"
+
+#define IPOIB_JOIN_FULL			1
+#define IPOIB_JOIN_SENDONLY_FULL	8
+
+static struct ipoib_mcast *ipoib_mcast_find(struct ipoib_dev_priv *priv,
+					    const union ib_gid *mgid)
+{
+	struct ipoib_mcast *m;
+
+	lockdep_assert_held(&priv->lock);
+	list_for_each_entry(m, &priv->mcasts, list)
+		if (!memcmp(&m->mgid, mgid, sizeof(*mgid)))
+			return m;
+	return NULL;
+}
+
+static struct ipoib_mcast *ipoib_mcast_new(struct ipoib_dev_priv *priv,
+					   const union ib_gid *mgid,
+					   bool sendonly, gfp_t gfp)
+{
+	struct ipoib_mcast *m;
+
+	lockdep_assert_held(&priv->lock);
+	m = kzalloc(sizeof(*m), gfp);
+	if (!m)
+		return NULL;
+	m->mgid = *mgid;
+	m->sendonly = sendonly;
+	m->wanted = !sendonly;
+	m->backoff = 1;
+	m->priv = priv;
+	skb_queue_head_init(&m->queue);
+	list_add_tail(&m->list, &priv->mcasts);
+	return m;
+}
+
+static void ipoib_mcast_kick(struct ipoib_dev_priv *priv, unsigned long delay)
+{
+	lockdep_assert_held(&priv->lock);
+	if (priv->mcast_running)
+		mod_delayed_work(ipoib_wq, &priv->mcast_work, delay);
+}
+
+/* Send (or drop) what waited for a join. */
+static void ipoib_mcast_flush_queue(struct ipoib_dev_priv *priv,
+				    struct sk_buff_head *queue, bool send)
+{
+	struct sk_buff *skb;
+
+	while ((skb = __skb_dequeue(queue))) {
+		if (send) {
+			dev_queue_xmit(skb);
+		} else {
+			priv->dev->stats.tx_dropped++;
+			dev_kfree_skb_any(skb);
+		}
+	}
+}
+
+/* The SA accepted a join: make the group usable. Process context. */
+static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
+			   struct ib_sa_mcmember_rec *rec)
+{
+	struct rdma_ah_attr attr;
+	struct ipoib_ah *ah;
+	int ret;
+
+	if (m == priv->broadcast) {
+		struct ib_qp_attr qp_attr = { .qkey = be32_to_cpu(rec->qkey) };
+
+		priv->qkey = qp_attr.qkey;
+		ret = ib_modify_qp(priv->qp, &qp_attr, IB_QP_QKEY);
+		if (ret)
+			return ret;
+		priv->mcast_mtu = IPOIB_UD_MTU(ib_mtu_enum_to_int(rec->mtu));
+	}
+	ret = ib_init_ah_from_mcmember(priv->ca, priv->port, rec, priv->dev,
+				       IB_GID_TYPE_IB, &attr);
+	if (ret)
+		return ret;
+	ah = ipoib_ah_create(priv, &attr);
+	rdma_destroy_ah_attr(&attr);
+	if (!ah)
+		return -ENOMEM;
+	if (!m->sendonly) {
+		ret = ib_attach_mcast(priv->qp, &m->mgid, be16_to_cpu(rec->mlid));
+		if (ret) {
+			ipoib_ah_put(ah);
+			return ret;
+		}
+		m->attached = true;
+	}
+	m->rec = *rec;
+	m->ah = ah;
+	return 0;
+}
+
+static int ipoib_mcast_join_done(int status, struct ib_sa_multicast *mc)
+{
+	struct ipoib_mcast *m = mc->context;
+	struct ipoib_dev_priv *priv = m->priv;
+	struct sk_buff_head queue;
+	unsigned long flags;
+	bool joined;
+
+	/* the SA lost our membership (e.g. client reregister): join again */
+	if (status == -ENETRESET) {
+		spin_lock_irqsave(&priv->lock, flags);
+		m->state = IPOIB_MCAST_IDLE;
+		ipoib_mcast_kick(priv, 0);
+		spin_unlock_irqrestore(&priv->lock, flags);
+		return 0;
+	}
+	if (!status)
+		status = ipoib_mcast_use(priv, m, &mc->rec);
+
+	__skb_queue_head_init(&queue);
+	spin_lock_irqsave(&priv->lock, flags);
+	joined = !status;
+	if (joined) {
+		m->state = IPOIB_MCAST_JOINED;
+		m->backoff = 1;
+	} else {
+		m->state = IPOIB_MCAST_FAILED;
+		m->status = status;
+		m->retry_after = jiffies + m->backoff * HZ;
+		m->backoff = min(m->backoff * 2, IPOIB_MAX_BACKOFF);
+	}
+	skb_queue_splice_init(&m->queue, &queue);
+	ipoib_mcast_kick(priv, joined ? 0 : m->backoff * HZ / 2);
+	spin_unlock_irqrestore(&priv->lock, flags);
+
+	if (m == priv->broadcast) {
+		if (joined)
+			ipoib_set_reason(priv, IPOIB_CARRIER_UP, 0);
+		else
+			ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_FAILED, status);
+		if (!joined && net_ratelimit())
+			netdev_warn(priv->dev, "cannot join the broadcast group %pI6 (status %d): is P_Key 0x%04x an ipoib partition in the subnet manager's partitions.conf?\n",
+				    m->mgid.raw, status, priv->pkey);
+	}
+	ipoib_mcast_flush_queue(priv, &queue, joined);
+	return 0;
+}
+
+/* Start one join; mcast_work only. */
+static void ipoib_mcast_join(struct ipoib_dev_priv *priv, struct ipoib_mcast *m)
+{
+	struct ib_sa_mcmember_rec rec = {
+		.mgid = m->mgid,
+		.port_gid = priv->local_gid,
+		.pkey = cpu_to_be16(priv->pkey),
+		.join_state = m->sendonly ? IPOIB_JOIN_SENDONLY_FULL :
+					    IPOIB_JOIN_FULL,
+	};
+	ib_sa_comp_mask comp = IB_SA_MCMEMBER_REC_MGID |
+			       IB_SA_MCMEMBER_REC_PORT_GID |
+			       IB_SA_MCMEMBER_REC_PKEY |
+			       IB_SA_MCMEMBER_REC_JOIN_STATE;
+	struct ib_sa_multicast *mc;
+	unsigned long flags;
+
+	if (m != priv->broadcast) {
+		/* create the group like the broadcast group if it is new */
+		const struct ib_sa_mcmember_rec *b = &priv->broadcast->rec;
+
+		rec.qkey = b->qkey;
+		rec.mtu_selector = IB_SA_EQ;
+		rec.mtu = b->mtu;
+		rec.traffic_class = b->traffic_class;
+		rec.rate_selector = IB_SA_EQ;
+		rec.rate = b->rate;
+		rec.sl = b->sl;
+		rec.flow_label = b->flow_label;
+		rec.hop_limit = b->hop_limit;
+		comp |= IB_SA_MCMEMBER_REC_QKEY | IB_SA_MCMEMBER_REC_MTU_SELECTOR |
+			IB_SA_MCMEMBER_REC_MTU | IB_SA_MCMEMBER_REC_TRAFFIC_CLASS |
+			IB_SA_MCMEMBER_REC_RATE_SELECTOR | IB_SA_MCMEMBER_REC_RATE |
+			IB_SA_MCMEMBER_REC_SL | IB_SA_MCMEMBER_REC_FLOW_LABEL |
+			IB_SA_MCMEMBER_REC_HOP_LIMIT;
+	}
+
+	mc = ib_sa_join_multicast(&ipoib_sa_client, priv->ca, priv->port, &rec,
+				  comp, GFP_KERNEL, ipoib_mcast_join_done, m);
+	spin_lock_irqsave(&priv->lock, flags);
+	if (IS_ERR(mc)) {
+		m->state = IPOIB_MCAST_FAILED;
+		m->status = PTR_ERR(mc);
+		m->retry_after = jiffies + m->backoff * HZ;
+		m->backoff = min(m->backoff * 2, IPOIB_MAX_BACKOFF);
+	} else {
+		m->mc = mc;
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+}
+
+/* Leave a group and forget it: detach, release the SA membership. */
+static void ipoib_mcast_leave(struct ipoib_dev_priv *priv, struct ipoib_mcast *m)
+{
+	if (m->mc)
+		ib_sa_free_multicast(m->mc);	/* waits for the callback */
+	m->mc = NULL;
+	if (m->attached)
+		ib_detach_mcast(priv->qp, &m->mgid, be16_to_cpu(m->rec.mlid));
+	m->attached = false;
+	ipoib_ah_put(m->ah);
+	m->ah = NULL;
+}
+
+/*
+ * The multicast state machine: leave unwanted groups, (re)start joins
+ * whose time has come (the broadcast group before any other), and come
+ * back for the next retry.
+ */
+void ipoib_mcast_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(to_delayed_work(work),
+						   struct ipoib_dev_priv,
+						   mcast_work);
+	unsigned long next = 0, flags;
+	struct ipoib_mcast *m, *pick;
+	struct sk_buff_head drop;
+	bool rejoin;
+
+	for (;;) {
+		pick = NULL;
+		rejoin = false;
+		__skb_queue_head_init(&drop);
+		spin_lock_irqsave(&priv->lock, flags);
+		if (!priv->mcast_running) {
+			spin_unlock_irqrestore(&priv->lock, flags);
+			return;
+		}
+		list_for_each_entry(m, &priv->mcasts, list) {
+			if (m != priv->broadcast && !m->sendonly && !m->wanted) {
+				list_del(&m->list);
+				pick = m;
+				break;
+			}
+			if (m != priv->broadcast &&
+			    priv->broadcast->state != IPOIB_MCAST_JOINED)
+				continue;
+			if (m->state == IPOIB_MCAST_IDLE ||
+			    (m->state == IPOIB_MCAST_FAILED &&
+			     time_after_eq(jiffies, m->retry_after))) {
+				if (m->sendonly && m->state == IPOIB_MCAST_FAILED)
+					skb_queue_splice_init(&m->queue, &drop);
+				m->state = IPOIB_MCAST_JOINING;
+				pick = m;
+				rejoin = true;
+				break;
+			}
+			if (m->state == IPOIB_MCAST_FAILED &&
+			    (!next || time_before(m->retry_after, next)))
+				next = m->retry_after;
+		}
+		spin_unlock_irqrestore(&priv->lock, flags);
+		ipoib_mcast_flush_queue(priv, &drop, false);
+		if (!pick)
+			break;
+
+		/* a rejoin starts from scratch */
+		ipoib_mcast_leave(priv, pick);
+		if (rejoin) {
+			ipoib_mcast_join(priv, pick);
+		} else {
+			skb_queue_purge(&pick->queue);
+			kfree(pick);
+		}
+	}
+
+	if (next) {
+		spin_lock_irqsave(&priv->lock, flags);
+		ipoib_mcast_kick(priv, time_after(next, jiffies) ?
+				 next - jiffies : 0);
+		spin_unlock_irqrestore(&priv->lock, flags);
+	}
+}
+
+/* Sync our full-member groups with the interface's multicast list. */
+void ipoib_rx_mode_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   rx_mode_work);
+	struct net_device *dev = priv->dev;
+	struct netdev_hw_addr *ha;
+	union ib_gid *mgids;
+	unsigned int n = 0, i;
+	struct ipoib_mcast *m;
+	unsigned long flags;
+
+	netif_addr_lock_bh(dev);
+	mgids = kcalloc(netdev_mc_count(dev) + 1, sizeof(*mgids), GFP_ATOMIC);
+	if (mgids)
+		netdev_for_each_mc_addr(ha, dev)
+			memcpy(&mgids[n++], ha->addr + 4, sizeof(*mgids));
+	netif_addr_unlock_bh(dev);
+	if (!mgids)
+		return;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (priv->mcast_running) {
+		list_for_each_entry(m, &priv->mcasts, list)
+			if (m != priv->broadcast)
+				m->wanted = false;
+		for (i = 0; i < n; i++) {
+			m = ipoib_mcast_find(priv, &mgids[i]);
+			if (!m) {
+				ipoib_mcast_new(priv, &mgids[i], false, GFP_ATOMIC);
+				continue;
+			}
+			m->wanted = true;
+			if (m->sendonly) {
+				/* now we want to receive too: a full join */
+				m->sendonly = false;
+				m->state = IPOIB_MCAST_IDLE;
+			}
+		}
+		ipoib_mcast_kick(priv, 0);
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+	kfree(mgids);
+}
+
+netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,
+			     struct sk_buff *skb, const u8 *daddr)
+{
+	const union ib_gid *mgid = (const union ib_gid *)(daddr + 4);
+	struct ipoib_mcast *m;
+	struct ipoib_ah *ah;
+	unsigned long flags;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (!priv->mcast_running)
+		goto drop;
+	m = ipoib_mcast_find(priv, mgid);
+	if (!m) {
+		m = ipoib_mcast_new(priv, mgid, true, GFP_ATOMIC);
+		if (!m)
+			goto drop;
+		ipoib_mcast_kick(priv, 0);
+	}
+	if (m->state == IPOIB_MCAST_JOINED && m->ah) {
+		ah = m->ah;
+		kref_get(&ah->ref);
+		spin_unlock_irqrestore(&priv->lock, flags);
+		ipoib_send(priv, skb, ah, IPOIB_MCAST_QPN, priv->qkey);
+		ipoib_ah_put(ah);
+		return NETDEV_TX_OK;
+	}
+	if (skb_queue_len(&m->queue) >= IPOIB_MAX_MCAST_QUEUE)
+		goto drop;
+	skb_push(skb, IPOIB_PSEUDO_LEN);
+	__skb_queue_tail(&m->queue, skb);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return NETDEV_TX_OK;
+
+drop:
+	spin_unlock_irqrestore(&priv->lock, flags);
+	priv->dev->stats.tx_dropped++;
+	dev_kfree_skb_any(skb);
+	return NETDEV_TX_OK;
+}
+
+/* Interface up: the broadcast group first, then the multicast list. */
+void ipoib_mcast_start(struct ipoib_dev_priv *priv)
+{
+	unsigned long flags;
+
+	ASSERT_RTNL();
+	spin_lock_irqsave(&priv->lock, flags);
+	priv->broadcast = ipoib_mcast_new(priv, (union ib_gid *)(priv->dev->broadcast + 4),
+					  false, GFP_ATOMIC);
+	if (priv->broadcast) {
+		priv->mcast_running = true;
+		ipoib_mcast_kick(priv, 0);
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+	if (!priv->broadcast) {
+		ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_FAILED, -ENOMEM);
+		return;
+	}
+	queue_work(ipoib_wq, &priv->rx_mode_work);
+}
+
+/* Interface down: leave every group. Process context, no locks held. */
+void ipoib_mcast_stop(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_mcast *m, *tmp;
+	LIST_HEAD(all);
+
+	spin_lock_irq(&priv->lock);
+	priv->mcast_running = false;
+	spin_unlock_irq(&priv->lock);
+	cancel_delayed_work_sync(&priv->mcast_work);
+	cancel_work_sync(&priv->rx_mode_work);
+
+	spin_lock_irq(&priv->lock);
+	list_splice_init(&priv->mcasts, &all);
+	priv->broadcast = NULL;
+	spin_unlock_irq(&priv->lock);
+
+	list_for_each_entry_safe(m, tmp, &all, list) {
+		ipoib_mcast_leave(priv, m);
+		skb_queue_purge(&m->queue);
+		kfree(m);
+	}
+}
