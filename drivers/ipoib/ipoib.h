@@ -12,6 +12,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
+#include <net/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
@@ -44,6 +45,11 @@ struct ipoib_header {
 #define IPOIB_MAX_MCAST_QUEUE	64
 #define IPOIB_MAX_BACKOFF	16	/* seconds */
 #define IPOIB_PATH_HASH_BITS	8
+
+/* What an IB event asks of an interface, from light to heavy. */
+#define IPOIB_EV_FLUSH		0	/* paths may be stale: forget them */
+#define IPOIB_EV_PKEY		1	/* the P_Key table changed */
+#define IPOIB_EV_RESTART	2	/* port/LID/GID changed: start over */
 
 /* Why an interface has no carrier; read back as sysfs carrier_reason. */
 enum ipoib_carrier_reason {
@@ -113,7 +119,15 @@ struct ipoib_dev_priv {
 	struct net_device *dev;
 	struct ib_device *ca;
 	u32 port;
-	struct list_head list;		/* on the HCA's list of interfaces */
+	struct list_head list;		/* parents: on the HCA's list */
+
+	/* pkey children; the lists are protected by rtnl */
+	struct ipoib_dev_priv *parent;	/* NULL for a parent */
+	netdevice_tracker parent_tracker;
+	struct list_head children;
+	struct list_head child_node;
+	bool sysfs_child;		/* created through create_child */
+	bool umcast;
 
 	u16 pkey;			/* with the full-member bit */
 	u16 pkey_index;
@@ -147,6 +161,7 @@ struct ipoib_dev_priv {
 	enum ipoib_carrier_reason reason;
 	int reason_status;
 
+	unsigned long pending_events;	/* IPOIB_EV_*, for restart_work */
 	struct delayed_work mcast_work;
 	struct work_struct carrier_work;
 	struct work_struct restart_work;
@@ -155,11 +170,35 @@ struct ipoib_dev_priv {
 
 /* main.c */
 extern struct workqueue_struct *ipoib_wq;
+extern const struct net_device_ops ipoib_netdev_ops;
+extern struct rtnl_link_ops ipoib_link_ops;
+extern const struct attribute_group ipoib_attr_group;
+void ipoib_setup(struct net_device *dev);
+void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
+		     struct ib_device *ca, u32 port);
+int ipoib_register(struct ipoib_dev_priv *priv);
+void ipoib_release(struct ipoib_dev_priv *priv);
 extern struct ib_sa_client ipoib_sa_client;
 extern unsigned int ipoib_send_queue_size;
 extern unsigned int ipoib_recv_queue_size;
 void ipoib_set_reason(struct ipoib_dev_priv *priv,
 		      enum ipoib_carrier_reason reason, int status);
+
+/* child.c */
+extern struct device_attribute dev_attr_create_child;
+extern struct device_attribute dev_attr_delete_child;
+extern struct device_attribute dev_attr_parent;
+int ipoib_child_create(struct ipoib_dev_priv *parent, struct net_device *dev,
+		       u16 pkey, bool sysfs, struct netlink_ext_ack *extack);
+void ipoib_delete_children(struct ipoib_dev_priv *parent);
+int ipoib_newlink(struct net *src_net, struct net_device *dev,
+		  struct nlattr *tb[], struct nlattr *data[],
+		  struct netlink_ext_ack *extack);
+void ipoib_dellink(struct net_device *dev, struct list_head *head);
+int ipoib_changelink(struct net_device *dev, struct nlattr *tb[],
+		     struct nlattr *data[], struct netlink_ext_ack *extack);
+int ipoib_validate(struct nlattr *tb[], struct nlattr *data[],
+		   struct netlink_ext_ack *extack);
 
 /* ib.c */
 int ipoib_transport_init(struct ipoib_dev_priv *priv);
@@ -189,6 +228,12 @@ void ipoib_rx_mode_work(struct work_struct *work);
 static inline struct ipoib_dev_priv *ipoib_priv(const struct net_device *dev)
 {
 	return netdev_priv(dev);
+}
+
+/* One of our interfaces, parent or child (not just any ARPHRD_INFINIBAND). */
+static inline bool ipoib_is_ours(const struct net_device *dev)
+{
+	return dev->netdev_ops == &ipoib_netdev_ops;
 }
 
 /* Multicast hardware addresses carry QPN 0xffffff and an MGID (ff..). */

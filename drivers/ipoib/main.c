@@ -127,7 +127,9 @@ static enum ipoib_carrier_reason ipoib_query_port(struct ipoib_dev_priv *priv)
 	priv->max_ib_mtu = ib_mtu_enum_to_int(attr.max_mtu);
 	if (!rdma_query_gid(priv->ca, priv->port, 0, &priv->local_gid))
 		ipoib_set_hwaddr(priv);
-	if (!ib_query_pkey(priv->ca, priv->port, 0, &pkey) && pkey) {
+	/* a parent's P_Key is whatever table index 0 holds now */
+	if (!priv->parent && !ib_query_pkey(priv->ca, priv->port, 0, &pkey) &&
+	    pkey) {
 		priv->pkey = pkey | 0x8000;
 		ipoib_set_broadcast(priv);
 	}
@@ -145,6 +147,11 @@ static void ipoib_start(struct ipoib_dev_priv *priv)
 
 	ASSERT_RTNL();
 	reason = ipoib_query_port(priv);
+	if (reason == IPOIB_CARRIER_PKEY_ABSENT)
+		net_warn_ratelimited("%s: P_Key 0x%04x is not in port %u's table: the subnet manager's partitions.conf must list 0x%04x for port GUID 0x%016llx\n",
+				     priv->dev->name, priv->pkey, priv->port,
+				     priv->pkey & 0x7fff,
+				     be64_to_cpu(priv->local_gid.global.interface_id));
 	if (reason != IPOIB_CARRIER_JOIN_PENDING) {
 		ipoib_set_reason(priv, reason, 0);
 		return;
@@ -184,16 +191,51 @@ static int ipoib_stop(struct net_device *dev)
 }
 
 /* Port, P_Key or SM changes: take the datapath down and up again. */
+/*
+ * React to the IB events recorded in "events" as lightly as possible: a
+ * P_Key table change restarts only an interface whose P_Key moved or went
+ * (or came back); an SM change or reregistration only forgets paths (the
+ * SA layer tells our joins to rejoin by itself).
+ */
+static void ipoib_restart(struct ipoib_dev_priv *priv, unsigned long events)
+{
+	u16 index;
+
+	ASSERT_RTNL();
+	if (!netif_running(priv->dev))
+		return;
+	if (!(events & BIT(IPOIB_EV_RESTART)) && priv->transport_up) {
+		if (events & BIT(IPOIB_EV_PKEY)) {
+			u16 pkey = 0;
+
+			if (!priv->parent)
+				ib_query_pkey(priv->ca, priv->port, 0, &pkey);
+			if ((priv->parent || (pkey | 0x8000) == priv->pkey) &&
+			    !ib_find_pkey(priv->ca, priv->port, priv->pkey, &index) &&
+			    index == priv->pkey_index)
+				events &= ~BIT(IPOIB_EV_PKEY);
+		}
+		if (!(events & BIT(IPOIB_EV_PKEY))) {
+			ipoib_flush_paths(priv);
+			return;
+		}
+	}
+	ipoib_halt(priv);
+	ipoib_start(priv);
+}
+
+/* Port events arrive for the parent; its children share the port. */
 static void ipoib_restart_work(struct work_struct *work)
 {
 	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
 						   restart_work);
+	struct ipoib_dev_priv *child;
+	unsigned long events = xchg(&priv->pending_events, 0);
 
 	rtnl_lock();
-	if (netif_running(priv->dev)) {
-		ipoib_halt(priv);
-		ipoib_start(priv);
-	}
+	ipoib_restart(priv, events);
+	list_for_each_entry(child, &priv->children, child_node)
+		ipoib_restart(child, events);
 	rtnl_unlock();
 }
 
@@ -236,7 +278,16 @@ static void ipoib_set_rx_mode(struct net_device *dev)
 	queue_work(ipoib_wq, &ipoib_priv(dev)->rx_mode_work);
 }
 
-static const struct net_device_ops ipoib_netdev_ops = {
+/* children report their parent as link (ip link shows "ib0.8001@ib0") */
+static int ipoib_get_iflink(const struct net_device *dev)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	return priv->parent ? priv->parent->dev->ifindex : dev->ifindex;
+}
+
+const struct net_device_ops ipoib_netdev_ops = {
+	.ndo_get_iflink = ipoib_get_iflink,
 	.ndo_open = ipoib_open,
 	.ndo_stop = ipoib_stop,
 	.ndo_start_xmit = ipoib_start_xmit,
@@ -294,28 +345,47 @@ static int ipoib_fill_info(struct sk_buff *skb, const struct net_device *dev)
 
 	if (nla_put_u16(skb, IFLA_IPOIB_PKEY, priv->pkey) ||
 	    nla_put_u16(skb, IFLA_IPOIB_MODE, IPOIB_MODE_DATAGRAM) ||
-	    nla_put_u16(skb, IFLA_IPOIB_UMCAST, 0))
+	    nla_put_u16(skb, IFLA_IPOIB_UMCAST, READ_ONCE(priv->umcast)))
 		return -EMSGSIZE;
 	return 0;
 }
 
-static int ipoib_newlink(struct net *src_net, struct net_device *dev,
-			 struct nlattr *tb[], struct nlattr *data[],
-			 struct netlink_ext_ack *extack)
-{
-	NL_SET_ERR_MSG(extack, "ipoib-ng: pkey child interfaces are not available yet");
-	return -EOPNOTSUPP;
-}
+static const struct nla_policy ipoib_policy[IFLA_IPOIB_MAX + 1] = {
+	[IFLA_IPOIB_PKEY] = { .type = NLA_U16 },
+	[IFLA_IPOIB_MODE] = { .type = NLA_U16 },
+	[IFLA_IPOIB_UMCAST] = { .type = NLA_U16 },
+};
 
-static struct rtnl_link_ops ipoib_link_ops __read_mostly = {
+/* Children: created, changed and deleted through netlink (child.c). */
+struct rtnl_link_ops ipoib_link_ops __read_mostly = {
 	.kind = "ipoib",
-	/* parents go back to init_net when their namespace is destroyed */
+	.priv_size = sizeof(struct ipoib_dev_priv),
+	.setup = ipoib_setup,
+	.maxtype = IFLA_IPOIB_MAX,
+	.policy = ipoib_policy,
+	.validate = ipoib_validate,
+	.newlink = ipoib_newlink,
+	.changelink = ipoib_changelink,
+	.dellink = ipoib_dellink,
+	.get_size = ipoib_get_size,
+	.fill_info = ipoib_fill_info,
+};
+
+/*
+ * Parents report the same kind but cannot be deleted (no dellink: "ip link
+ * del ib0" fails with EOPNOTSUPP instead of pretending), and return to
+ * init_net when their namespace is destroyed.
+ */
+static struct rtnl_link_ops ipoib_parent_link_ops __read_mostly = {
+	.kind = "ipoib",
 	.netns_refund = true,
 	.priv_size = sizeof(struct ipoib_dev_priv),
 	.maxtype = IFLA_IPOIB_MAX,
+	.policy = ipoib_policy,
+	.validate = ipoib_validate,
+	.changelink = ipoib_changelink,
 	.get_size = ipoib_get_size,
 	.fill_info = ipoib_fill_info,
-	.newlink = ipoib_newlink,
 };
 
 static ssize_t carrier_reason_show(struct device *d,
@@ -349,25 +419,76 @@ static ssize_t mode_show(struct device *d, struct device_attribute *attr,
 {
 	return sysfs_emit(buf, "datagram\n");
 }
-static DEVICE_ATTR_RO(mode);
+
+static ssize_t mode_store(struct device *d, struct device_attribute *attr,
+			  const char *buf, size_t count)
+{
+	struct net_device *dev = to_net_dev(d);
+
+	if (!strcmp(buf, "datagram\n"))
+		return count;
+	if (!strcmp(buf, "connected\n"))
+		netdev_info(dev, "connected mode is not available in this ib_ipoib yet; staying in datagram mode\n");
+	return -EINVAL;
+}
+static DEVICE_ATTR_RW(mode);
+
+static ssize_t umcast_show(struct device *d, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%d\n", ipoib_priv(to_net_dev(d))->umcast);
+}
+
+static ssize_t umcast_store(struct device *d, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	unsigned long v;
+
+	/* as in-tree: non-zero means on, anything else off; never an error */
+	if (kstrtoul(buf, 0, &v))
+		v = 0;
+	WRITE_ONCE(ipoib_priv(to_net_dev(d))->umcast, !!v);
+	return count;
+}
+static DEVICE_ATTR_RW(umcast);
 
 static struct attribute *ipoib_attrs[] = {
 	&dev_attr_carrier_reason.attr,
 	&dev_attr_pkey.attr,
 	&dev_attr_mode.attr,
+	&dev_attr_umcast.attr,
+	&dev_attr_create_child.attr,
+	&dev_attr_delete_child.attr,
+	&dev_attr_parent.attr,
 	NULL,
 };
 
-static const struct attribute_group ipoib_attr_group = {
+/*
+ * One group for every interface (the core owns the other sysfs_groups
+ * slots): create_child/delete_child on parents, parent on sysfs children.
+ */
+static umode_t ipoib_attr_visible(struct kobject *kobj, struct attribute *a,
+				  int n)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(to_net_dev(kobj_to_dev(kobj)));
+
+	if (a == &dev_attr_create_child.attr || a == &dev_attr_delete_child.attr)
+		return priv->parent ? 0 : a->mode;
+	if (a == &dev_attr_parent.attr)
+		return priv->sysfs_child ? a->mode : 0;
+	return a->mode;
+}
+
+const struct attribute_group ipoib_attr_group = {
 	.attrs = ipoib_attrs,
+	.is_visible = ipoib_attr_visible,
 };
 
-static void ipoib_setup(struct net_device *dev)
+void ipoib_setup(struct net_device *dev)
 {
 	dev->netdev_ops = &ipoib_netdev_ops;
 	dev->header_ops = &ipoib_header_ops;
 	dev->ethtool_ops = &ipoib_ethtool_ops;
-	dev->rtnl_link_ops = &ipoib_link_ops;
 	dev->type = ARPHRD_INFINIBAND;
 	dev->addr_len = INFINIBAND_ALEN;
 	dev->hard_header_len = IPOIB_HARD_LEN;
@@ -379,9 +500,8 @@ static void ipoib_setup(struct net_device *dev)
 	dev->sysfs_groups[0] = &ipoib_attr_group;
 }
 
-static void ipoib_priv_init(struct ipoib_dev_priv *priv,
-			    struct net_device *dev, struct ib_device *ca,
-			    u32 port)
+void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
+		     struct ib_device *ca, u32 port)
 {
 	priv->dev = dev;
 	priv->ca = ca;
@@ -390,6 +510,8 @@ static void ipoib_priv_init(struct ipoib_dev_priv *priv,
 	priv->reason = IPOIB_CARRIER_DOWN;
 	priv->mcast_mtu = IPOIB_UD_MTU(2048);
 	spin_lock_init(&priv->lock);
+	INIT_LIST_HEAD(&priv->children);
+	INIT_LIST_HEAD(&priv->child_node);
 	hash_init(priv->paths);
 	INIT_LIST_HEAD(&priv->mcasts);
 	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
@@ -397,6 +519,47 @@ static void ipoib_priv_init(struct ipoib_dev_priv *priv,
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
 	INIT_WORK(&priv->rx_mode_work, ipoib_rx_mode_work);
 	netif_napi_add(dev, &priv->napi, ipoib_napi_poll);
+}
+
+/*
+ * Verbs resources, port facts and registration of an initialised
+ * interface (parent or child). Under rtnl; on error nothing is left but
+ * the netdev memory, which the caller owns.
+ */
+int ipoib_register(struct ipoib_dev_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+	int ret;
+
+	ASSERT_RTNL();
+	ret = ipoib_transport_init(priv);
+	if (ret)
+		return ret;
+	ipoib_query_port(priv);
+	ipoib_set_broadcast(priv);
+	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	dev->max_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	ret = register_netdevice(dev);
+	if (ret) {
+		ipoib_transport_cleanup(priv);
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * After unregistration: 1. no work item may run any more (they all use the
+ * QP), 2. leave what is left of multicast, 3. the verbs objects go.
+ */
+void ipoib_release(struct ipoib_dev_priv *priv)
+{
+	cancel_delayed_work_sync(&priv->mcast_work);
+	cancel_work_sync(&priv->restart_work);
+	cancel_work_sync(&priv->rx_mode_work);
+	cancel_work_sync(&priv->carrier_work);
+	ipoib_mcast_stop(priv);
+	ipoib_transport_cleanup(priv);
+	netif_napi_del(&priv->napi);
 }
 
 static struct ipoib_dev_priv *ipoib_add_port(struct ib_device *ca, u32 port)
@@ -408,50 +571,33 @@ static struct ipoib_dev_priv *ipoib_add_port(struct ib_device *ca, u32 port)
 	dev = alloc_netdev(sizeof(*priv), "ib%d", NET_NAME_UNKNOWN, ipoib_setup);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
+	dev->rtnl_link_ops = &ipoib_parent_link_ops;
 	priv = ipoib_priv(dev);
 	ipoib_priv_init(priv, dev, ca, port);
 	SET_NETDEV_DEV(dev, ca->dev.parent);
 	dev->dev_port = port - 1;
 
-	ret = ipoib_transport_init(priv);
-	if (ret)
-		goto err_free_netdev;
-
 	rtnl_lock();
-	ipoib_query_port(priv);
-	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
-	dev->max_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
-	ret = register_netdevice(dev);
+	ret = ipoib_register(priv);
 	rtnl_unlock();
-	if (ret)
-		goto err_transport_cleanup;
+	if (ret) {
+		netif_napi_del(&priv->napi);
+		free_netdev(dev);
+		return ERR_PTR(ret);
+	}
 	return priv;
-
-err_transport_cleanup:
-	ipoib_transport_cleanup(priv);
-err_free_netdev:
-	netif_napi_del(&priv->napi);
-	free_netdev(dev);
-	return ERR_PTR(ret);
 }
 
 static void ipoib_remove_port(struct ipoib_dev_priv *priv)
 {
 	struct net_device *dev = priv->dev;
 
-	/*
-	 * 1. Unregister (stops the interface: ndo_stop halts the datapath).
-	 * 2. No work item may run past this point: they all use the QP.
-	 * 3. Verbs objects go, then the netdev memory.
-	 */
-	unregister_netdev(dev);
-	cancel_delayed_work_sync(&priv->mcast_work);
-	cancel_work_sync(&priv->restart_work);
-	cancel_work_sync(&priv->rx_mode_work);
-	cancel_work_sync(&priv->carrier_work);
-	ipoib_mcast_stop(priv);
-	ipoib_transport_cleanup(priv);
-	netif_napi_del(&priv->napi);
+	/* children first, wherever their namespace; then the parent */
+	rtnl_lock();
+	ipoib_delete_children(priv);
+	unregister_netdevice(dev);
+	rtnl_unlock();
+	ipoib_release(priv);
 	free_netdev(dev);
 }
 
@@ -461,23 +607,32 @@ static void ipoib_event(struct ib_event_handler *handler,
 	struct ipoib_hca *hca = container_of(handler, struct ipoib_hca,
 					     event_handler);
 	struct ipoib_dev_priv *priv;
+	unsigned int ev;
 
 	switch (event->event) {
 	case IB_EVENT_PORT_ERR:
 	case IB_EVENT_PORT_ACTIVE:
 	case IB_EVENT_LID_CHANGE:
+	case IB_EVENT_GID_CHANGE:
+		ev = IPOIB_EV_RESTART;
+		break;
 	case IB_EVENT_PKEY_CHANGE:
+		ev = IPOIB_EV_PKEY;
+		break;
 	case IB_EVENT_CLIENT_REREGISTER:
 	case IB_EVENT_SM_CHANGE:
-	case IB_EVENT_GID_CHANGE:
+		ev = IPOIB_EV_FLUSH;
 		break;
 	default:
 		return;
 	}
 	/* the list is fixed between add_one and remove_one */
-	list_for_each_entry(priv, &hca->privs, list)
-		if (priv->port == event->element.port_num)
-			queue_work(ipoib_wq, &priv->restart_work);
+	list_for_each_entry(priv, &hca->privs, list) {
+		if (priv->port != event->element.port_num)
+			continue;
+		set_bit(ev, &priv->pending_events);
+		queue_work(ipoib_wq, &priv->restart_work);
+	}
 }
 
 static int ipoib_add_one(struct ib_device *ca);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 240
 #
 # Partition enforcement on the softib fabric, driven by a partitions.conf
@@ -96,8 +96,9 @@ ip -n "$A" neigh replace 100.64.3.2 lladdr "$lladdr" dev ib0.8003 nud permanent
 before=$(counter 2 drop_pkey)
 ip netns exec "$A" ping -c 3 -W 1 100.64.3.2 >/dev/null
 check_fail $? "limited <-> limited pinged"
-((  $(counter 2 drop_pkey) > before ))
-check_err $? "no drop_pkey for limited <-> limited"
+# A driver with a cached path sends and the port drops (drop_pkey); one
+# that asks the SA again gets no path and sends nothing: both are right.
+ktap_diag "port 2 drop_pkey: $before -> $(counter 2 drop_pkey)"
 log_test "two limited members do not talk"
 
 good=$(cat $D/partitions)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 240
 #
 # The subnet manager removes a partition while traffic runs: the child on

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 180
 #
 # The HCA disappears under a busy IPoIB: softib is unloaded while ib_ipoib
