@@ -6,6 +6,7 @@
 #   selftests/run.sh SERIES...          e.g. "6.1 6.12" (make check)
 #   selftests/run.sh --shell SERIES     interactive guest shell (make shell)
 #   selftests/run.sh --bench SERIES...  selftests/bench.sh instead of the suite
+#   selftests/run.sh --demo SERIES      selftests/demo.sh (make demo)
 #
 # Per kernel ABI: a shadow source tree in .build/<abi>/ (symlinks, so the
 # work tree stays clean and both kernels build side by side), the modules
@@ -28,15 +29,15 @@ case ${1:-} in
 	shell=1
 	shift
 	;;
---bench)
-	# measurements, not tests: one series after the other, so that the
-	# two guests do not compete for the cores
-	guest_cmd=$ROOT/selftests/bench.sh
+--bench | --demo)
+	# measurements / a show, not tests: one series after the other,
+	# live, so that two guests do not compete for the cores
+	guest_cmd=$ROOT/selftests/${1#--}.sh
 	export SERIAL=1
 	shift
 	;;
 esac
-[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench] SERIES..." >&2; exit 1; }
+[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench|--demo] SERIES..." >&2; exit 1; }
 
 resolve_abi() {
 	"$VM/kernels.sh" abi "$1" 2>/dev/null && return

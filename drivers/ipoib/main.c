@@ -539,6 +539,8 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	ipoib_set_broadcast(priv);
 	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
 	dev->max_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	/* no carrier until the broadcast group is joined (operstate follows) */
+	netif_carrier_off(dev);
 	ret = register_netdevice(dev);
 	if (ret) {
 		ipoib_transport_cleanup(priv);
