@@ -45,10 +45,12 @@ resolve_abi() {
 	"$VM/kernels.sh" abi "$1"
 }
 
-# build ABI: modules into .build/ABI/ko/; the log is .build/ABI/build.log.
-build() {
-	local abi=$1 b=.build/$1 f
+# shadow_build ABI DIR [MAKE ARGS]: build the modules in a tree of
+# symlinks to the sources at DIR; the log is DIR/build.log.
+shadow_build() {
+	local abi=$1 b=$2 f
 
+	shift 2
 	mkdir -p "$b"
 	# Refresh the shadow tree: sources only (the work tree may hold
 	# objects of an in-tree build), stale links dropped.
@@ -62,13 +64,24 @@ build() {
 		mkdir -p "$b/$(dirname "$f")"
 		ln -sfn "$ROOT/$f" "$b/$f"
 	done
-	rm -rf "$b/ko"
-	mkdir -p "$b/ko"
-	if ! make -C "/usr/src/linux-headers-$abi" M="$ROOT/$b" -j"$(nproc)" \
-		modules >"$b/build.log" 2>&1; then
+	make -C "/usr/src/linux-headers-$abi" M="$ROOT/$b" -j"$(nproc)" \
+		"$@" modules >"$b/build.log" 2>&1
+}
+
+# build ABI: the modules, plus the test-only interop variant of ib_ipoib
+# (IPOIB_NG_INTEROP=1, its own tree), into .build/ABI/ko/.
+build() {
+	local abi=$1 b=.build/$1
+
+	shadow_build "$abi" "$b" || return 1
+	if ! shadow_build "$abi" "$b-interop" IPOIB_NG_INTEROP=1; then
+		cat "$b-interop/build.log" >>"$b/build.log"
 		return 1
 	fi
-	find "$b" -path "$b/ko" -prune -o -name '*.ko' -exec cp -t "$b/ko" {} +
+	rm -rf "$b/ko"
+	mkdir -p "$b/ko"
+	find "$b" "$b-interop" -path "$b/ko" -prune -o -name '*.ko' \
+		-exec cp -t "$b/ko" {} +
 }
 
 if ((shell)); then

@@ -19,6 +19,18 @@
 #include <rdma/ib_sa.h>
 #include <rdma/ib_verbs.h>
 
+/*
+ * Names the test-only interop variant changes so that it can be loaded
+ * beside the in-tree ib_ipoib (see drivers/ipoib/Kbuild).
+ */
+#ifdef IPOIB_NG_INTEROP
+#define IPOIB_LINK_KIND		"ipoib_interop"
+#define IPOIB_IFNAME		"ibx%d"
+#else
+#define IPOIB_LINK_KIND		"ipoib"
+#define IPOIB_IFNAME		"ib%d"
+#endif
+
 /* The 4-byte IPoIB header on the wire (RFC 4391). */
 struct ipoib_header {
 	__be16 proto;

@@ -321,7 +321,7 @@ static void ipoib_get_drvinfo(struct net_device *dev,
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
 
-	strscpy(info->driver, "ib_ipoib", sizeof(info->driver));
+	strscpy(info->driver, KBUILD_MODNAME, sizeof(info->driver));
 	strscpy(info->version, IPOIB_NG_VERSION, sizeof(info->version));
 	strscpy(info->bus_info, dev_name(&priv->ca->dev), sizeof(info->bus_info));
 	ib_get_device_fw_str(priv->ca, info->fw_version);
@@ -358,7 +358,7 @@ static const struct nla_policy ipoib_policy[IFLA_IPOIB_MAX + 1] = {
 
 /* Children: created, changed and deleted through netlink (child.c). */
 struct rtnl_link_ops ipoib_link_ops __read_mostly = {
-	.kind = "ipoib",
+	.kind = IPOIB_LINK_KIND,
 	.priv_size = sizeof(struct ipoib_dev_priv),
 	.setup = ipoib_setup,
 	.maxtype = IFLA_IPOIB_MAX,
@@ -377,7 +377,7 @@ struct rtnl_link_ops ipoib_link_ops __read_mostly = {
  * init_net when their namespace is destroyed.
  */
 static struct rtnl_link_ops ipoib_parent_link_ops __read_mostly = {
-	.kind = "ipoib",
+	.kind = IPOIB_LINK_KIND,
 	.netns_refund = true,
 	.priv_size = sizeof(struct ipoib_dev_priv),
 	.maxtype = IFLA_IPOIB_MAX,
@@ -570,7 +570,8 @@ static struct ipoib_dev_priv *ipoib_add_port(struct ib_device *ca, u32 port)
 	struct net_device *dev;
 	int ret;
 
-	dev = alloc_netdev(sizeof(*priv), "ib%d", NET_NAME_UNKNOWN, ipoib_setup);
+	dev = alloc_netdev(sizeof(*priv), IPOIB_IFNAME, NET_NAME_UNKNOWN,
+			   ipoib_setup);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
 	dev->rtnl_link_ops = &ipoib_parent_link_ops;
@@ -704,7 +705,7 @@ static int __init ipoib_init_module(void)
 							 128U, 8192U));
 	ipoib_recv_queue_size = clamp(ipoib_recv_queue_size, 2U, 8192U);
 
-	ipoib_wq = alloc_workqueue("ipoib_ng", WQ_MEM_RECLAIM, 0);
+	ipoib_wq = alloc_workqueue(KBUILD_MODNAME, WQ_MEM_RECLAIM, 0);
 	if (!ipoib_wq)
 		return -ENOMEM;
 	ib_sa_register_client(&ipoib_sa_client);
@@ -740,4 +741,4 @@ MODULE_AUTHOR("The ipoib-ng authors");
 MODULE_DESCRIPTION("IP-over-InfiniBand net driver (ipoib-ng)");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(IPOIB_NG_VERSION);
-MODULE_ALIAS_RTNL_LINK("ipoib");
+MODULE_ALIAS_RTNL_LINK(IPOIB_LINK_KIND);

@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: none
+# timeout: 300
+#
+# Wire compatibility: the in-tree ib_ipoib on port 1 (netns A) and ours on
+# port 2 (netns B), side by side on one softib fabric. Ours runs as the
+# test-only build ib_ipoib_interop.ko (rtnl kind ipoib_interop, names
+# ibx%d) so both modules can be loaded at once. IPv4/IPv6 ping and
+# iperf3 both ways, on the parents and through pkey children (ours made
+# through sysfs: iproute2 parses "pkey" only for the kind it knows).
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping iperf3
+
+ll_addr() {
+	ip -n "$1" -6 addr show dev "$2" scope link | awk '/inet6/ { sub("/.*", "", $2); print $2 }'
+}
+
+ktap_header 7
+
+ko=$KO_DIR/ib_ipoib_interop.ko
+[[ -e $ko ]] || { ktap_skip "interop" "no ib_ipoib_interop.ko in KO_DIR"; ktap_finish; }
+
+modprobe ib_cm
+load_softib && slowwait 10 softib_ports_active >/dev/null &&
+	modprobe ib_ipoib && insmod "$ko" &&
+	slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
+	slowwait 10 test -d /sys/class/net/ibx1 >/dev/null
+ktap_result $? "in-tree ib_ipoib and ib_ipoib_interop loaded side by side" || ktap_finish
+defer unload_softib
+defer rmmod ib_ipoib
+defer rmmod ib_ipoib_interop
+ktap_diag "ib0: $(ethtool -i ib0 | sed -n 's/^driver: //p'), ibx1: $(ethtool -i ibx1 | sed -n 's/^driver: //p')"
+softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
+
+setup_ns A B
+ip link set ib0 netns "$A" && ip link set ibx1 netns "$B" &&
+	ip -n "$A" addr add 192.0.2.1/24 dev ib0 && ip -n "$B" addr add 192.0.2.2/24 dev ibx1 &&
+	ip -n "$A" link set ib0 up && ip -n "$B" link set ibx1 up &&
+	slowwait 20 ipoib_lower_up "$A" ib0 && slowwait 20 ipoib_lower_up "$B" ibx1
+ktap_result $? "in-tree ib0 (A, port 1) and our ibx1 (B, port 2) have carrier" || ktap_finish
+
+RET=0
+ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+check_err $? "in-tree -> ours IPv4"
+ip netns exec "$B" ping -c 3 -W 2 192.0.2.1 >/dev/null
+check_err $? "ours -> in-tree IPv4"
+slowwait 10 test -n "$(ll_addr "$B" ibx1)" >/dev/null
+ip netns exec "$A" ping -6 -c 3 -W 2 "$(ll_addr "$B" ibx1)%ib0" >/dev/null
+check_err $? "in-tree -> ours IPv6"
+ip netns exec "$B" ping -6 -c 3 -W 2 "$(ll_addr "$A" ib0)%ibx1" >/dev/null
+check_err $? "ours -> in-tree IPv6"
+log_test "parents: IPv4 and IPv6 ping both ways"
+
+RET=0
+m1=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
+check_err $? "in-tree -> ours iperf3"
+m2=$(iperf_mbps "$B" "$A" 192.0.2.1 5)
+check_err $? "ours -> in-tree iperf3"
+ktap_diag "iperf3 TCP in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
+log_test "parents: iperf3 TCP both ways"
+
+ip -n "$A" link add link ib0 name ib0.8001 type ipoib pkey 0x8001 &&
+	ip netns exec "$B" sh -c 'echo 0x8001 > /sys/class/net/ibx1/create_child' &&
+	ip -n "$A" addr add 198.51.100.1/24 dev ib0.8001 &&
+	ip -n "$B" addr add 198.51.100.2/24 dev ibx1.8001 &&
+	ip -n "$A" link set ib0.8001 up && ip -n "$B" link set ibx1.8001 up &&
+	slowwait 20 ipoib_lower_up "$A" ib0.8001 && slowwait 20 ipoib_lower_up "$B" ibx1.8001
+ktap_result $? "children 0x8001 on both drivers have carrier" ||
+	ktap_diag "$(ip -n "$A" -br link show; ip -n "$B" -br link show; cat /sys/kernel/debug/softib/softib0/ports/*/counters | grep -v ' 0$')"
+
+RET=0
+ip netns exec "$A" ping -c 3 -W 2 198.51.100.2 >/dev/null
+check_err $? "in-tree child -> our child"
+ip netns exec "$B" ping -c 3 -W 2 198.51.100.1 >/dev/null
+check_err $? "our child -> in-tree child"
+log_test "children: ping both ways"
+
+RET=0
+m1=$(iperf_mbps "$A" "$B" 198.51.100.2 5)
+check_err $? "in-tree child -> our child iperf3"
+m2=$(iperf_mbps "$B" "$A" 198.51.100.1 5)
+check_err $? "our child -> in-tree child iperf3"
+ktap_diag "iperf3 TCP children in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
+log_test "children: iperf3 TCP both ways"
+
+ktap_finish
