@@ -95,6 +95,7 @@ struct ipoib_path {
 	struct list_head flush;
 	union ib_gid dgid;
 	struct ipoib_ah *ah;		/* NULL until resolved */
+	u16 dlid;			/* from the path record */
 	struct sk_buff_head queue;	/* waiting for resolution */
 	struct ib_sa_query *query;
 	int query_id;
@@ -174,6 +175,7 @@ struct ipoib_dev_priv {
 	int reason_status;
 
 	unsigned long pending_events;	/* IPOIB_EV_*, for restart_work */
+	struct dentry *debugfs;
 	struct delayed_work mcast_work;
 	struct work_struct carrier_work;
 	struct work_struct restart_work;
@@ -211,6 +213,12 @@ int ipoib_changelink(struct net_device *dev, struct nlattr *tb[],
 		     struct nlattr *data[], struct netlink_ext_ack *extack);
 int ipoib_validate(struct nlattr *tb[], struct nlattr *data[],
 		   struct netlink_ext_ack *extack);
+
+/* debugfs.c */
+void ipoib_debugfs_init(void);
+void ipoib_debugfs_cleanup(void);
+void ipoib_debugfs_add(struct ipoib_dev_priv *priv);
+void ipoib_debugfs_remove(struct ipoib_dev_priv *priv);
 
 /* ib.c */
 int ipoib_transport_init(struct ipoib_dev_priv *priv);

@@ -546,6 +546,7 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 		ipoib_transport_cleanup(priv);
 		return ret;
 	}
+	ipoib_debugfs_add(priv);
 	return 0;
 }
 
@@ -555,6 +556,7 @@ int ipoib_register(struct ipoib_dev_priv *priv)
  */
 void ipoib_release(struct ipoib_dev_priv *priv)
 {
+	ipoib_debugfs_remove(priv);
 	cancel_delayed_work_sync(&priv->mcast_work);
 	cancel_work_sync(&priv->restart_work);
 	cancel_work_sync(&priv->rx_mode_work);
@@ -709,6 +711,7 @@ static int __init ipoib_init_module(void)
 	if (!ipoib_wq)
 		return -ENOMEM;
 	ib_sa_register_client(&ipoib_sa_client);
+	ipoib_debugfs_init();
 
 	ret = rtnl_link_register(&ipoib_link_ops);
 	if (ret)
@@ -721,6 +724,7 @@ static int __init ipoib_init_module(void)
 err_unregister_link:
 	rtnl_link_unregister(&ipoib_link_ops);
 err_unregister_sa:
+	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
 	destroy_workqueue(ipoib_wq);
 	return ret;
@@ -730,6 +734,7 @@ static void __exit ipoib_cleanup_module(void)
 {
 	ib_unregister_client(&ipoib_client);
 	rtnl_link_unregister(&ipoib_link_ops);
+	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
 	destroy_workqueue(ipoib_wq);
 }

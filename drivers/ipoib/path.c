@@ -55,6 +55,7 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 	if (ah) {
 		old = path->ah;
 		path->ah = ah;
+		path->dlid = be32_to_cpu(sa_path_get_dlid(rec));
 	} else {
 		path->retry_after = jiffies + HZ;
 	}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipoib-ng: debugfs view of each interface's multicast groups and paths,
+ * under ipoib/<ifindex>@<netns inode>/ (in-tree uses <ifname>_mcg and
+ * <ifname>_path, which collide between namespaces). The directory also
+ * holds "name", the interface's name when it was created.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <net/net_namespace.h>
+
+#include "ipoib.h"
+
+static struct dentry *ipoib_debugfs_root;
+
+static const char * const ipoib_mcast_states[] = {
+	[IPOIB_MCAST_IDLE] = "idle",
+	[IPOIB_MCAST_JOINING] = "joining",
+	[IPOIB_MCAST_JOINED] = "joined",
+	[IPOIB_MCAST_FAILED] = "failed",
+};
+
+static int ipoib_mcg_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+	struct ipoib_mcast *mc;
+
+	seq_puts(m, "# mgid mlid state status join queued\n");
+	spin_lock_irq(&priv->lock);
+	list_for_each_entry(mc, &priv->mcasts, list)
+		seq_printf(m, "%pI6c 0x%04x %s %d %s %u\n", mc->mgid.raw,
+			   mc->state == IPOIB_MCAST_JOINED ?
+			   be16_to_cpu(mc->rec.mlid) : 0,
+			   ipoib_mcast_states[mc->state], mc->status,
+			   mc->sendonly ? "sendonly" : "full",
+			   skb_queue_len(&mc->queue));
+	spin_unlock_irq(&priv->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_mcg);
+
+static int ipoib_path_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+	struct ipoib_path *path;
+	unsigned int bkt;
+
+	seq_puts(m, "# dgid dlid state queued\n");
+	spin_lock_irq(&priv->lock);
+	hash_for_each(priv->paths, bkt, path, node)
+		seq_printf(m, "%pI6c 0x%04x %s %u\n", path->dgid.raw, path->dlid,
+			   path->ah ? "resolved" :
+			   path->query ? "resolving" : "failed",
+			   skb_queue_len(&path->queue));
+	spin_unlock_irq(&priv->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_path);
+
+static int ipoib_name_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+
+	seq_printf(m, "%s\n", priv->dev->name);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_name);
+
+/* After registration: the ifindex is known. */
+void ipoib_debugfs_add(struct ipoib_dev_priv *priv)
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "%d@%u", priv->dev->ifindex,
+		 dev_net(priv->dev)->ns.inum);
+	priv->debugfs = debugfs_create_dir(name, ipoib_debugfs_root);
+	debugfs_create_file("name", 0444, priv->debugfs, priv, &ipoib_name_fops);
+	debugfs_create_file("mcg", 0444, priv->debugfs, priv, &ipoib_mcg_fops);
+	debugfs_create_file("path", 0444, priv->debugfs, priv, &ipoib_path_fops);
+}
+
+/* Before the interface's state goes: waits for readers. */
+void ipoib_debugfs_remove(struct ipoib_dev_priv *priv)
+{
+	debugfs_remove_recursive(priv->debugfs);
+	priv->debugfs = NULL;
+}
+
+void ipoib_debugfs_init(void)
+{
+	ipoib_debugfs_root = debugfs_create_dir(IPOIB_LINK_KIND, NULL);
+}
+
+void ipoib_debugfs_cleanup(void)
+{
+	debugfs_remove_recursive(ipoib_debugfs_root);
+}

@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: ours
+# timeout: 180
+#
+# debugfs ipoib/<ifindex>@<netns>/{name,mcg,path}: multicast joins and
+# leaves and resolved paths are visible, and two interfaces with the same
+# name in two namespaces get distinct directories.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping
+
+D=/sys/kernel/debug/ipoib
+
+dir_of() { # NAME [N]: the Nth debugfs dir whose name file says NAME
+	grep -lx "$1" $D/*/name 2>/dev/null | sed -n "${2:-1}p" | xargs -r dirname
+}
+
+ktap_header 5
+
+ipoib_fabric_up
+ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
+
+RET=0
+a=$(dir_of ib0)
+[[ -n $a ]]
+check_err $? "no debugfs directory for ib0: $(ls $D)"
+grep -q "^ff12:401b:ffff::ffff:ffff 0xc[0-9a-f]* joined 0 full 0$" "$a/mcg"
+check_err $? "broadcast group not joined: $(cat "$a/mcg")"
+log_test "mcg shows the joined broadcast group with its MLID"
+
+RET=0
+! grep -q "^ff12:601b:ffff::1:ff0a:bcde " "$a/mcg"
+check_err $? "solicited-node group of 2001:db8::a:bcde joined before the address exists"
+ip -n "$A" addr add 2001:db8::a:bcde/64 dev ib0 nodad
+slowwait 10 grep -q "^ff12:601b:ffff::1:ff0a:bcde .* joined .* full" "$a/mcg"
+check_err $? "solicited-node group not joined: $(cat "$a/mcg")"
+ip -n "$A" addr del 2001:db8::a:bcde/64 dev ib0
+slowwait 10 sh -c "! grep -q '^ff12:601b:ffff::1:ff0a:bcde ' $a/mcg"
+check_err $? "solicited-node group not left: $(cat "$a/mcg")"
+log_test "an IPv6 address joins its solicited-node group; removing it leaves"
+
+RET=0
+ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+grep -q "^fe80::211:bff:0:2 0x0002 resolved 0$" "$a/path"
+check_err $? "no resolved path to port 2: $(cat "$a/path")"
+log_test "path shows the resolved path to the peer (DLID 2)"
+
+RET=0
+softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
+ip -n "$A" link add link ib0 name net1 type ipoib pkey 0x8001 &&
+	ip -n "$B" link add link ib1 name net1 type ipoib pkey 0x8001
+check_err $? "two children named net1"
+d1=$(dir_of net1 1)
+d2=$(dir_of net1 2)
+[[ -n $d1 && -n $d2 && $d1 != "$d2" ]]
+check_err $? "net1 directories: '$d1' '$d2'"
+log_test "same interface name in two namespaces: two directories"
+
+ktap_finish
