@@ -80,8 +80,9 @@ build() {
 	fi
 	rm -rf "$b/ko"
 	mkdir -p "$b/ko"
-	find "$b" "$b-interop" -path "$b/ko" -prune -o -name '*.ko' \
-		-exec cp -t "$b/ko" {} +
+	# the interop tree builds softib.ko too: take only its ib_ipoib variant
+	find "$b" -path "$b/ko" -prune -o -name '*.ko' -exec cp -t "$b/ko" {} + &&
+		cp -t "$b/ko" "$b-interop/drivers/ipoib/ib_ipoib_interop.ko"
 }
 
 if ((shell)); then
