@@ -412,6 +412,41 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	return 0;
 }
 
+void ipoib_drop(struct ipoib_dev_priv *priv, struct sk_buff *skb)
+{
+	priv->dev->stats.tx_dropped++;
+	dev_kfree_skb_any(skb);
+}
+
+/*
+ * Park a packet (its IPoIB header first) while its path or group is
+ * resolved; it keeps the pseudo header so that it can simply be sent
+ * again. False when "queue" already holds "limit" packets.
+ */
+bool ipoib_park(struct sk_buff_head *queue, unsigned int limit,
+		struct sk_buff *skb)
+{
+	if (skb_queue_len(queue) >= limit)
+		return false;
+	skb_push(skb, IPOIB_PSEUDO_LEN);
+	__skb_queue_tail(queue, skb);
+	return true;
+}
+
+/* The wait is over: send the parked packets again, or drop them. */
+void ipoib_release_queue(struct ipoib_dev_priv *priv,
+			 struct sk_buff_head *queue, bool send)
+{
+	struct sk_buff *skb;
+
+	while ((skb = __skb_dequeue(queue))) {
+		if (send)
+			dev_queue_xmit(skb);
+		else
+			ipoib_drop(priv, skb);
+	}
+}
+
 static int ipoib_modify_state(struct ipoib_dev_priv *priv,
 			      enum ib_qp_state state, int mask,
 			      struct ib_qp_attr *attr)

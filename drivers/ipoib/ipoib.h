@@ -231,6 +231,11 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
 				 struct rdma_ah_attr *attr);
 void ipoib_ah_put(struct ipoib_ah *ah);
+void ipoib_drop(struct ipoib_dev_priv *priv, struct sk_buff *skb);
+bool ipoib_park(struct sk_buff_head *queue, unsigned int limit,
+		struct sk_buff *skb);
+void ipoib_release_queue(struct ipoib_dev_priv *priv,
+			 struct sk_buff_head *queue, bool send);
 
 /* path.c */
 netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,

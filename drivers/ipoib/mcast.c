@@ -59,22 +59,6 @@ static void ipoib_mcast_kick(struct ipoib_dev_priv *priv, unsigned long delay)
 		mod_delayed_work(ipoib_wq, &priv->mcast_work, delay);
 }
 
-/* Send (or drop) what waited for a join. */
-static void ipoib_mcast_flush_queue(struct ipoib_dev_priv *priv,
-				    struct sk_buff_head *queue, bool send)
-{
-	struct sk_buff *skb;
-
-	while ((skb = __skb_dequeue(queue))) {
-		if (send) {
-			dev_queue_xmit(skb);
-		} else {
-			priv->dev->stats.tx_dropped++;
-			dev_kfree_skb_any(skb);
-		}
-	}
-}
-
 /* The SA accepted a join: make the group usable. Process context. */
 static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
 			   struct ib_sa_mcmember_rec *rec)
@@ -157,7 +141,7 @@ static int ipoib_mcast_join_done(int status, struct ib_sa_multicast *mc)
 			netdev_warn(priv->dev, "cannot join the broadcast group %pI6 (status %d): is P_Key 0x%04x an ipoib partition in the subnet manager's partitions.conf?\n",
 				    m->mgid.raw, status, priv->pkey);
 	}
-	ipoib_mcast_flush_queue(priv, &queue, joined);
+	ipoib_release_queue(priv, &queue, joined);
 	return 0;
 }
 
@@ -273,7 +257,7 @@ void ipoib_mcast_work(struct work_struct *work)
 				next = m->retry_after;
 		}
 		spin_unlock_irqrestore(&priv->lock, flags);
-		ipoib_mcast_flush_queue(priv, &drop, false);
+		ipoib_release_queue(priv, &drop, false);
 		if (!pick)
 			break;
 
@@ -366,17 +350,12 @@ netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,
 		ipoib_ah_put(ah);
 		return NETDEV_TX_OK;
 	}
-	if (skb_queue_len(&m->queue) >= IPOIB_MAX_MCAST_QUEUE)
-		goto drop;
-	skb_push(skb, IPOIB_PSEUDO_LEN);
-	__skb_queue_tail(&m->queue, skb);
-	spin_unlock_irqrestore(&priv->lock, flags);
-	return NETDEV_TX_OK;
-
+	if (ipoib_park(&m->queue, IPOIB_MAX_MCAST_QUEUE, skb))
+		skb = NULL;
 drop:
 	spin_unlock_irqrestore(&priv->lock, flags);
-	priv->dev->stats.tx_dropped++;
-	dev_kfree_skb_any(skb);
+	if (skb)
+		ipoib_drop(priv, skb);
 	return NETDEV_TX_OK;
 }
 

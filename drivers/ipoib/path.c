@@ -38,7 +38,6 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 	struct ipoib_ah *ah = NULL, *old = NULL;
 	struct rdma_ah_attr attr;
 	struct sk_buff_head queue;
-	struct sk_buff *skb;
 	unsigned long flags;
 
 	if (!status && rec && num_prs &&
@@ -66,15 +65,7 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 	spin_unlock_irqrestore(&priv->lock, flags);
 	ipoib_ah_put(old);
 
-	/* the queued packets still carry their pseudo header: send again */
-	while ((skb = __skb_dequeue(&queue))) {
-		if (ah) {
-			dev_queue_xmit(skb);
-		} else {
-			priv->dev->stats.tx_dropped++;
-			dev_kfree_skb_any(skb);
-		}
-	}
+	ipoib_release_queue(priv, &queue, ah);
 }
 
 static void ipoib_path_query(struct ipoib_dev_priv *priv,
@@ -139,20 +130,14 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		complete(&path->done);	/* no query in flight */
 		hash_add(priv->paths, &path->node, ipoib_gid_hash(gid));
 	}
-	if (skb_queue_len(&path->queue) >= IPOIB_MAX_PATH_QUEUE)
-		goto drop;
-	/* keep the pseudo header so the packet can simply be sent again */
-	skb_push(skb, IPOIB_PSEUDO_LEN);
-	__skb_queue_tail(&path->queue, skb);
+	if (ipoib_park(&path->queue, IPOIB_MAX_PATH_QUEUE, skb))
+		skb = NULL;
 	if (!path->query && time_after_eq(jiffies, path->retry_after))
 		ipoib_path_query(priv, path);
-	spin_unlock_irqrestore(&priv->lock, flags);
-	return NETDEV_TX_OK;
-
 drop:
 	spin_unlock_irqrestore(&priv->lock, flags);
-	priv->dev->stats.tx_dropped++;
-	dev_kfree_skb_any(skb);
+	if (skb)
+		ipoib_drop(priv, skb);
 	return NETDEV_TX_OK;
 }
 
