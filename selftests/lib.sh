@@ -342,6 +342,11 @@ ipoib_child() {
 		ip -n "$1" link set "$2.$3" up
 }
 
+# ll_addr NS DEV: the interface's IPv6 link-local address
+ll_addr() {
+	ip -n "$1" -6 addr show dev "$2" scope link | awk '/inet6/ { sub("/.*", "", $2); print $2 }'
+}
+
 # ipoib_hwaddr NS DEV: the 20-byte hardware address
 ipoib_hwaddr() {
 	ip -n "$1" -o link show "$2" | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p'

@@ -12,14 +12,6 @@ source "$(dirname "$0")/../lib.sh"
 DEV=softib0
 SYS=/sys/class/infiniband/$DEV
 
-ports_active() {
-	local p
-
-	for p in "$@"; do
-		grep -q ACTIVE "$SYS/ports/$p/state" || return 1
-	done
-}
-
 ktap_header 12
 
 # ib_cm is a client that must find the device too (it sets CM_SUP).
@@ -32,7 +24,7 @@ defer unload_softib
 rdma dev show | grep -q "^[0-9]*: $DEV: node_type ca "
 ktap_result $? "rdma dev shows $DEV as a CA"
 
-slowwait 10 ports_active 1 2 >/dev/null
+slowwait 10 softib_ports_active 1 2 >/dev/null
 ktap_result $? "both ports reach ACTIVE after the sweep"
 
 RET=0
@@ -113,7 +105,7 @@ for bad in 0 17; do
 done
 log_test "ports=0 and ports=17 refused with EINVAL and a log line"
 
-load_softib ports=4 && slowwait 10 ports_active 1 2 3 4 >/dev/null &&
+load_softib ports=4 && slowwait 10 softib_ports_active 1 2 3 4 >/dev/null &&
 	[[ $(rdma link show | grep -c "^link $DEV/") -eq 4 ]] &&
 	[[ $(cat "$SYS/ports/4/gids/0") == fe80:0000:0000:0000:0211:0bff:0000:0004 ]]
 ktap_result $? "ports=4 gives four ACTIVE ports with stable GIDs"

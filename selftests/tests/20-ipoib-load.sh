@@ -10,11 +10,6 @@ source "$(dirname "$0")/../lib.sh"
 
 OBJ=/sys/kernel/debug/softib/softib0/objects
 
-ports_active() {
-	grep -q ACTIVE /sys/class/infiniband/softib0/ports/1/state &&
-		grep -q ACTIVE /sys/class/infiniband/softib0/ports/2/state
-}
-
 refcnt() {
 	cat "/sys/module/$1/refcnt"
 }
@@ -22,7 +17,7 @@ refcnt() {
 ktap_header 6
 ktap_diag "IPOIB=$IPOIB"
 
-load_softib && slowwait 10 ports_active >/dev/null
+load_softib && slowwait 10 softib_ports_active >/dev/null
 ktap_result $? "softib up"
 defer unload_softib
 baseline=$(cat $OBJ)

@@ -11,10 +11,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd iperf3 ping
 
-ll_addr() {
-	ip -n "$1" -6 addr show dev "$2" scope link | awk '/inet6/ { sub("/.*", "", $2); print $2 }'
-}
-
 ktap_header 5
 ktap_diag "IPOIB=$IPOIB"
 

@@ -15,10 +15,6 @@ mtu() {
 	ip -n "$1" -o link show "$2" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p'
 }
 
-ll_addr() {
-	ip -n "$1" -6 addr show dev "$2" scope link | awk '/inet6/ { sub("/.*", "", $2); print $2 }'
-}
-
 ktap_header 4
 ktap_diag "IPOIB=$IPOIB"
 

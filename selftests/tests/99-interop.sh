@@ -14,10 +14,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping iperf3
 
-ll_addr() {
-	ip -n "$1" -6 addr show dev "$2" scope link | awk '/inet6/ { sub("/.*", "", $2); print $2 }'
-}
-
 ktap_header 7
 
 ko=$KO_DIR/ib_ipoib_interop.ko
