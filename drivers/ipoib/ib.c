@@ -260,6 +260,8 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		skb->pkt_type = PACKET_BROADCAST;
 	else
 		skb->pkt_type = PACKET_MULTICAST;
+	if (skb->pkt_type != PACKET_HOST)
+		dev->stats.multicast++;
 	skb_pull(skb, IB_GRH_BYTES);
 
 	proto = ((struct ipoib_header *)skb->data)->proto;

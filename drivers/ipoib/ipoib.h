@@ -101,6 +101,7 @@ struct ipoib_path {
 	int query_id;
 	struct completion done;		/* the query's callback has run */
 	unsigned long retry_after;	/* jiffies; failed queries back off */
+	unsigned long last_used;	/* jiffies; idle paths are collected */
 	struct ipoib_dev_priv *priv;
 };
 
@@ -177,6 +178,7 @@ struct ipoib_dev_priv {
 	unsigned long pending_events;	/* IPOIB_EV_*, for restart_work */
 	struct dentry *debugfs;
 	struct delayed_work mcast_work;
+	struct delayed_work gc_work;
 	struct work_struct carrier_work;
 	struct work_struct restart_work;
 	struct work_struct rx_mode_work;
@@ -195,6 +197,18 @@ void ipoib_release(struct ipoib_dev_priv *priv);
 extern struct ib_sa_client ipoib_sa_client;
 extern unsigned int ipoib_send_queue_size;
 extern unsigned int ipoib_recv_queue_size;
+extern unsigned int ipoib_debug_level;
+
+/*
+ * Tracing that an admin switches on with the debug_level parameter (as
+ * in-tree), without dynamic debug; lands in the kernel log at KERN_DEBUG.
+ */
+#define ipoib_dbg(priv, fmt, ...)					\
+	do {								\
+		if (unlikely(READ_ONCE(ipoib_debug_level)))		\
+			netdev_printk(KERN_DEBUG, (priv)->dev, fmt,	\
+				      ##__VA_ARGS__);			\
+	} while (0)
 void ipoib_set_reason(struct ipoib_dev_priv *priv,
 		      enum ipoib_carrier_reason reason, int status);
 
@@ -241,6 +255,8 @@ void ipoib_release_queue(struct ipoib_dev_priv *priv,
 netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 			       struct sk_buff *skb, const u8 *daddr);
 void ipoib_flush_paths(struct ipoib_dev_priv *priv);
+void ipoib_path_gc_work(struct work_struct *work);
+void ipoib_path_gc_start(struct ipoib_dev_priv *priv);
 
 /* mcast.c */
 netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,

@@ -19,7 +19,7 @@
 
 unsigned int ipoib_send_queue_size = 128;
 unsigned int ipoib_recv_queue_size = 256;
-static unsigned int ipoib_debug_level;
+unsigned int ipoib_debug_level;
 
 module_param_named(send_queue_size, ipoib_send_queue_size, uint, 0444);
 MODULE_PARM_DESC(send_queue_size, "Number of descriptors in send queue (128-8192, power of two)");
@@ -163,6 +163,7 @@ static void ipoib_start(struct ipoib_dev_priv *priv)
 	ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_PENDING, 0);
 	netif_start_queue(priv->dev);
 	ipoib_mcast_start(priv);
+	ipoib_path_gc_start(priv);
 }
 
 static void ipoib_halt(struct ipoib_dev_priv *priv)
@@ -171,6 +172,7 @@ static void ipoib_halt(struct ipoib_dev_priv *priv)
 	netif_carrier_off(priv->dev);
 	netif_tx_disable(priv->dev);
 	ipoib_mcast_stop(priv);
+	cancel_delayed_work_sync(&priv->gc_work);
 	ipoib_flush_paths(priv);
 	ipoib_transport_down(priv);
 }
@@ -204,6 +206,10 @@ static void ipoib_restart(struct ipoib_dev_priv *priv, unsigned long events)
 	ASSERT_RTNL();
 	if (!netif_running(priv->dev))
 		return;
+	ipoib_dbg(priv, "IB event:%s%s%s\n",
+		  events & BIT(IPOIB_EV_RESTART) ? " port/LID/GID change" : "",
+		  events & BIT(IPOIB_EV_PKEY) ? " P_Key table change" : "",
+		  events & BIT(IPOIB_EV_FLUSH) ? " SM change/reregister" : "");
 	if (!(events & BIT(IPOIB_EV_RESTART)) && priv->transport_up) {
 		if (events & BIT(IPOIB_EV_PKEY)) {
 			u16 pkey = 0;
@@ -327,9 +333,103 @@ static void ipoib_get_drvinfo(struct net_device *dev,
 	ib_get_device_fw_str(priv->ca, info->fw_version);
 }
 
+/* Mbit/s of one lane at an IB signalling rate (after encoding). */
+static int ipoib_lane_speed(u16 active_speed)
+{
+	switch (active_speed) {
+	case IB_SPEED_SDR:
+		return SPEED_2500;
+	case IB_SPEED_DDR:
+		return SPEED_5000;
+	case IB_SPEED_QDR:
+	case IB_SPEED_FDR10:
+		return SPEED_10000;
+	case IB_SPEED_FDR:
+		return SPEED_14000;
+	case IB_SPEED_EDR:
+		return SPEED_25000;
+	case IB_SPEED_HDR:
+		return SPEED_50000;
+	case IB_SPEED_NDR:
+		return SPEED_100000;
+	default:
+		return SPEED_UNKNOWN;
+	}
+}
+
+static int ipoib_get_link_ksettings(struct net_device *dev,
+				    struct ethtool_link_ksettings *cmd)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	struct ib_port_attr attr;
+	int speed, width;
+
+	cmd->base.speed = SPEED_UNKNOWN;
+	cmd->base.duplex = DUPLEX_UNKNOWN;
+	cmd->base.port = PORT_OTHER;
+	if (!netif_carrier_ok(dev) || ib_query_port(priv->ca, priv->port, &attr))
+		return 0;
+	speed = ipoib_lane_speed(attr.active_speed);
+	width = ib_width_enum_to_int(attr.active_width);
+	if (speed > 0 && width > 0) {
+		cmd->base.speed = speed * width;
+		cmd->base.duplex = DUPLEX_FULL;
+	}
+	return 0;
+}
+
+/* ethtool -S: the names and order in-tree reports, so scripts keep working */
+static const struct {
+	char name[ETH_GSTRING_LEN];
+	size_t offset;
+} ipoib_ethtool_stats[] = {
+#define IPOIB_STAT(f) { #f, offsetof(struct net_device_stats, f) }
+	IPOIB_STAT(rx_packets),
+	IPOIB_STAT(tx_packets),
+	IPOIB_STAT(rx_bytes),
+	IPOIB_STAT(tx_bytes),
+	IPOIB_STAT(tx_errors),
+	IPOIB_STAT(rx_dropped),
+	IPOIB_STAT(tx_dropped),
+	IPOIB_STAT(multicast),
+#undef IPOIB_STAT
+};
+
+static int ipoib_get_sset_count(struct net_device *dev, int sset)
+{
+	return sset == ETH_SS_STATS ? ARRAY_SIZE(ipoib_ethtool_stats) :
+				      -EOPNOTSUPP;
+}
+
+static void ipoib_get_strings(struct net_device *dev, u32 sset, u8 *data)
+{
+	unsigned int i;
+
+	if (sset != ETH_SS_STATS)
+		return;
+	for (i = 0; i < ARRAY_SIZE(ipoib_ethtool_stats); i++)
+		memcpy(data + i * ETH_GSTRING_LEN, ipoib_ethtool_stats[i].name,
+		       ETH_GSTRING_LEN);
+}
+
+static void ipoib_get_ethtool_stats(struct net_device *dev,
+				    struct ethtool_stats *stats, u64 *data)
+{
+	const struct net_device_stats *ns = &dev->stats;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ipoib_ethtool_stats); i++)
+		data[i] = *(unsigned long *)((u8 *)ns +
+					     ipoib_ethtool_stats[i].offset);
+}
+
 static const struct ethtool_ops ipoib_ethtool_ops = {
 	.get_drvinfo = ipoib_get_drvinfo,
 	.get_link = ethtool_op_get_link,
+	.get_link_ksettings = ipoib_get_link_ksettings,
+	.get_sset_count = ipoib_get_sset_count,
+	.get_strings = ipoib_get_strings,
+	.get_ethtool_stats = ipoib_get_ethtool_stats,
 };
 
 static size_t ipoib_get_size(const struct net_device *dev)
@@ -515,6 +615,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	hash_init(priv->paths);
 	INIT_LIST_HEAD(&priv->mcasts);
 	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
+	INIT_DELAYED_WORK(&priv->gc_work, ipoib_path_gc_work);
 	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
 	INIT_WORK(&priv->rx_mode_work, ipoib_rx_mode_work);
@@ -558,6 +659,7 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 {
 	ipoib_debugfs_remove(priv);
 	cancel_delayed_work_sync(&priv->mcast_work);
+	cancel_delayed_work_sync(&priv->gc_work);
 	cancel_work_sync(&priv->restart_work);
 	cancel_work_sync(&priv->rx_mode_work);
 	cancel_work_sync(&priv->carrier_work);
@@ -699,13 +801,32 @@ static void ipoib_remove_one(struct ib_device *ca, void *client_data)
 	kfree(hca);
 }
 
+/*
+ * Clamp a ring size into what the driver supports, as in-tree does, but
+ * say so: a silently different ring size makes tuning guesswork.
+ */
+static void __init ipoib_check_param(const char *name, unsigned int *val,
+				     unsigned int min, unsigned int max,
+				     bool pow2)
+{
+	unsigned int v = clamp(*val, min, max);
+
+	if (pow2)
+		v = roundup_pow_of_two(v);
+	if (v != *val)
+		pr_warn("%s=%u is outside %u..%u%s: using %u\n", name, *val, min,
+			max, pow2 ? " or not a power of two" : "", v);
+	*val = v;
+}
+
 static int __init ipoib_init_module(void)
 {
 	int ret;
 
-	ipoib_send_queue_size = roundup_pow_of_two(clamp(ipoib_send_queue_size,
-							 128U, 8192U));
-	ipoib_recv_queue_size = clamp(ipoib_recv_queue_size, 2U, 8192U);
+	ipoib_check_param("send_queue_size", &ipoib_send_queue_size, 128, 8192,
+			  true);
+	ipoib_check_param("recv_queue_size", &ipoib_recv_queue_size, 2, 8192,
+			  false);
 
 	ipoib_wq = alloc_workqueue(KBUILD_MODNAME, WQ_MEM_RECLAIM, 0);
 	if (!ipoib_wq)

@@ -107,6 +107,8 @@ static int ipoib_mcast_join_done(int status, struct ib_sa_multicast *mc)
 
 	/* the SA lost our membership (e.g. client reregister): join again */
 	if (status == -ENETRESET) {
+		ipoib_dbg(priv, "SA lost group %pI6c: joining again\n",
+			  m->mgid.raw);
 		spin_lock_irqsave(&priv->lock, flags);
 		m->state = IPOIB_MCAST_IDLE;
 		ipoib_mcast_kick(priv, 0);
@@ -131,6 +133,13 @@ static int ipoib_mcast_join_done(int status, struct ib_sa_multicast *mc)
 	skb_queue_splice_init(&m->queue, &queue);
 	ipoib_mcast_kick(priv, joined ? 0 : m->backoff * HZ / 2);
 	spin_unlock_irqrestore(&priv->lock, flags);
+	if (joined)
+		ipoib_dbg(priv, "joined %pI6c (%s, MLID 0x%04x)\n", m->mgid.raw,
+			  m->sendonly ? "send-only" : "full",
+			  be16_to_cpu(mc->rec.mlid));
+	else
+		ipoib_dbg(priv, "join of %pI6c failed: %d, next try in %us\n",
+			  m->mgid.raw, status, m->backoff / 2);
 
 	if (m == priv->broadcast) {
 		if (joined)
@@ -199,6 +208,7 @@ static void ipoib_mcast_join(struct ipoib_dev_priv *priv, struct ipoib_mcast *m)
 /* Leave a group and forget it: detach, release the SA membership. */
 static void ipoib_mcast_leave(struct ipoib_dev_priv *priv, struct ipoib_mcast *m)
 {
+	ipoib_dbg(priv, "leaving %pI6c\n", m->mgid.raw);
 	if (m->mc)
 		ib_sa_free_multicast(m->mc);	/* waits for the callback */
 	m->mc = NULL;

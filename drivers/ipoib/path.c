@@ -10,6 +10,7 @@
  */
 #include <linux/jhash.h>
 #include <linux/slab.h>
+#include <net/arp.h>
 
 #include "ipoib.h"
 
@@ -45,9 +46,12 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 		ah = ipoib_ah_create(priv, &attr);
 		rdma_destroy_ah_attr(&attr);
 	}
-	if (!ah && net_ratelimit())
-		netdev_dbg(priv->dev, "path to %pI6 not resolved: %d\n",
-			   path->dgid.raw, status);
+	if (ah)
+		ipoib_dbg(priv, "path to %pI6c resolved: DLID 0x%04x\n",
+			  path->dgid.raw, be32_to_cpu(sa_path_get_dlid(rec)));
+	else
+		ipoib_dbg(priv, "path to %pI6c not resolved: %d\n",
+			  path->dgid.raw, status);
 
 	__skb_queue_head_init(&queue);
 	spin_lock_irqsave(&priv->lock, flags);
@@ -110,6 +114,8 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 
 	spin_lock_irqsave(&priv->lock, flags);
 	path = ipoib_path_find(priv, gid);
+	if (path)
+		path->last_used = jiffies;
 	if (path && path->ah) {
 		ah = path->ah;
 		kref_get(&ah->ref);
@@ -125,6 +131,7 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 			goto drop;
 		path->dgid = *gid;
 		path->priv = priv;
+		path->last_used = jiffies;
 		skb_queue_head_init(&path->queue);
 		init_completion(&path->done);
 		complete(&path->done);	/* no query in flight */
@@ -168,4 +175,48 @@ void ipoib_flush_paths(struct ipoib_dev_priv *priv)
 		ipoib_ah_put(path->ah);
 		kfree(path);
 	}
+}
+
+static unsigned long ipoib_gc_interval(void)
+{
+	return max_t(unsigned long, READ_ONCE(arp_tbl.gc_interval), HZ);
+}
+
+void ipoib_path_gc_start(struct ipoib_dev_priv *priv)
+{
+	queue_delayed_work(ipoib_wq, &priv->gc_work, ipoib_gc_interval());
+}
+
+/*
+ * Forget resolved or failed paths nobody sent to for two intervals. A
+ * path with a query in flight or packets waiting is busy by definition.
+ */
+void ipoib_path_gc_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   gc_work.work);
+	unsigned long interval = ipoib_gc_interval();
+	struct ipoib_path *path, *tmp;
+	unsigned int bkt, n = 0;
+	struct hlist_node *next;
+	LIST_HEAD(dead);
+
+	spin_lock_irq(&priv->lock);
+	hash_for_each_safe(priv->paths, bkt, next, path, node) {
+		if (path->query || !skb_queue_empty(&path->queue) ||
+		    time_before(jiffies, path->last_used + 2 * interval))
+			continue;
+		hash_del(&path->node);
+		list_add_tail(&path->flush, &dead);
+	}
+	spin_unlock_irq(&priv->lock);
+
+	list_for_each_entry_safe(path, tmp, &dead, flush) {
+		ipoib_ah_put(path->ah);
+		kfree(path);
+		n++;
+	}
+	if (n)
+		ipoib_dbg(priv, "forgot %u idle paths\n", n);
+	queue_delayed_work(ipoib_wq, &priv->gc_work, interval);
 }

@@ -4,14 +4,16 @@
 # timeout: 180
 #
 # Datagram mode across the softib fabric: each port's IPoIB parent in its
-# own netns, IPv4 and IPv6 ping both ways, a 10 s iperf3 TCP stream.
+# own netns, IPv4 and IPv6 ping both ways, a 10 s iperf3 TCP stream;
+# ethtool -S / link settings as in-tree reports them, and debug_level
+# switching the driver's tracing on and off.
 
 
 source "$(dirname "$0")/../lib.sh"
 
-require_cmd iperf3 ping
+require_cmd iperf3 ping ethtool dmesg
 
-ktap_header 5
+ktap_header 7
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -38,5 +40,47 @@ log_test "IPv6 link-local ping both ways"
 mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 10)
 ktap_result $? "iperf3 TCP 10 s"
 ktap_diag "iperf3 TCP datagram mode: ${mbps:-0} Mbit/s"
+
+RET=0
+names=$(ip netns exec "$A" ethtool -S ib0 | sed -n 's/^ *\([a-z_]*\): [0-9]*$/\1/p' | xargs)
+[[ $names == "rx_packets tx_packets rx_bytes tx_bytes tx_errors rx_dropped tx_dropped multicast" ]]
+check_err $? "ethtool -S names: '$names'"
+tx=$(ip netns exec "$A" ethtool -S ib0 | sed -n 's/^ *tx_packets: //p')
+((tx > 1000))
+check_err $? "tx_packets $tx after an iperf3 run"
+mc=$(ip netns exec "$B" ethtool -S ib1 | sed -n 's/^ *multicast: //p')
+((mc > 0))
+check_err $? "multicast $mc after ARP and ND"
+# softib ports are 4X EDR: 4 lanes of 25 Gbit/s
+ip netns exec "$A" ethtool ib0 | grep -q "Speed: 100000Mb/s"
+check_err $? "ethtool ib0: $(ip netns exec "$A" ethtool ib0 | grep -E 'Speed|Duplex' | xargs)"
+log_test "ethtool -S counters and link speed"
+
+# ipoib's debug tracing: nothing at debug level while debug_level=0,
+# messages naming the interface once it is 1 (in-tree and ours alike)
+debug_lines() { # MARKER: debug-level kernel lines about ib0 after MARKER
+	dmesg -l debug | sed -n "/$1/,\$p" | grep -c "ib0: "
+}
+bounce() {
+	ip -n "$A" link set ib0 down && ip -n "$A" link set ib0 up &&
+		slowwait 20 ipoib_lower_up "$A" ib0
+}
+RET=0
+P=/sys/module/ib_ipoib/parameters/debug_level
+echo "<7>ipoib-selftest-$$-0" >/dev/kmsg
+bounce
+check_err $? "ib0 down/up with debug_level=0"
+n0=$(debug_lines ipoib-selftest-$$-0)
+echo 1 >$P
+echo "<7>ipoib-selftest-$$-1" >/dev/kmsg
+bounce
+check_err $? "ib0 down/up with debug_level=1"
+ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null
+n1=$(debug_lines ipoib-selftest-$$-1)
+echo 0 >$P
+((n1 > n0))
+check_err $? "debug lines about ib0: $n0 with debug_level=0, $n1 with 1"
+((n0 > 0)) && ktap_diag "with debug_level=0: $(dmesg -l debug | sed -n "/ipoib-selftest-$$-0/,/ipoib-selftest-$$-1/p" | grep "ib0: " | head -3)"
+log_test "debug_level switches tracing on and off"
 
 ktap_finish

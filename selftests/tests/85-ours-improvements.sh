@@ -23,7 +23,7 @@ reason() { # [NS] DEV
 	fi
 }
 
-ktap_header 10
+ktap_header 11
 
 modprobe ib_cm
 load_softib && slowwait 10 softib_ports_active >/dev/null && load_ipoib &&
@@ -135,5 +135,19 @@ else
 	ip link del bond9 2>/dev/null
 	ktap_skip "newlink refuses a bond over IPoIB" "cannot build a bond over IPoIB here"
 fi
+
+RET=0
+unload_ipoib
+echo "<6>ipoib-selftest-$$-params" >/dev/kmsg
+load_ipoib send_queue_size=100 recv_queue_size=9000
+check_err $? "load with out-of-range ring sizes"
+P=/sys/module/ib_ipoib/parameters
+[[ $(cat $P/send_queue_size) == 128 && $(cat $P/recv_queue_size) == 8192 ]]
+check_err $? "rings $(cat $P/send_queue_size)/$(cat $P/recv_queue_size), expected 128/8192"
+log=$(dmesg | sed -n "/ipoib-selftest-$$-params/,\$p")
+grep -q "send_queue_size=100 is outside 128..8192 or not a power of two: using 128" <<<"$log" &&
+	grep -q "recv_queue_size=9000 is outside 2..8192: using 8192" <<<"$log"
+check_err $? "no log line for the clamped values: $(grep queue_size <<<"$log")"
+log_test "clamped ring sizes are logged, not silent"
 
 ktap_finish

@@ -4,8 +4,10 @@
 # timeout: 180
 #
 # debugfs ipoib/<ifindex>@<netns>/{name,mcg,path}: multicast joins and
-# leaves and resolved paths are visible, and two interfaces with the same
-# name in two namespaces get distinct directories.
+# leaves and resolved paths are visible, idle paths are garbage-collected
+# (every net.ipv4.neigh.default.gc_interval, like in-tree's neighbours),
+# and two interfaces with the same name in two namespaces get distinct
+# directories.
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -17,7 +19,13 @@ dir_of() { # NAME [N]: the Nth debugfs dir whose name file says NAME
 	grep -lx "$1" $D/*/name 2>/dev/null | sed -n "${2:-1}p" | xargs -r dirname
 }
 
-ktap_header 5
+ktap_header 6
+
+# the collector's period is read when the interface comes up: set it first
+GC=/proc/sys/net/ipv4/neigh/default/gc_interval
+old_gc=$(cat $GC)
+echo 1 >$GC
+defer sh -c "echo $old_gc >$GC"
 
 ipoib_fabric_up
 ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
@@ -46,6 +54,15 @@ ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
 grep -q "^fe80::211:bff:0:2 0x0002 resolved 0$" "$a/path"
 check_err $? "no resolved path to port 2: $(cat "$a/path")"
 log_test "path shows the resolved path to the peer (DLID 2)"
+
+RET=0
+slowwait 10 sh -c "! grep -q '^fe80::211:bff:0:2 ' $a/path"
+check_err $? "path not collected 10 s after its last use: $(cat "$a/path")"
+ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+check_err $? "ping after the path was collected"
+grep -q "^fe80::211:bff:0:2 0x0002 resolved 0$" "$a/path"
+check_err $? "path not resolved again: $(cat "$a/path")"
+log_test "an idle path is collected and resolved again on the next packet"
 
 RET=0
 softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
