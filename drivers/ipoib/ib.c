@@ -29,7 +29,6 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 		.cap = {
 			.max_send_wr = ipoib_send_queue_size,
 			.max_recv_wr = ipoib_recv_queue_size,
-			.max_send_sge = 1,
 			.max_recv_sge = 1,
 		},
 	};
@@ -38,6 +37,10 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 	};
 	int ret;
 
+	/* page fragments go to the HCA as they are when it takes enough SGEs */
+	priv->max_send_sge = clamp_t(unsigned int, priv->ca->attrs.max_send_sge,
+				     1, IPOIB_MAX_TX_SGE);
+	init.cap.max_send_sge = priv->max_send_sge;
 	priv->tx_size = ipoib_send_queue_size;
 	priv->rx_size = ipoib_recv_queue_size;
 	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
@@ -294,8 +297,7 @@ static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		return;
 	}
 	buf = &priv->tx_ring[i];
-	ib_dma_unmap_single(priv->ca, buf->mapping, buf->skb->len,
-			    DMA_TO_DEVICE);
+	ipoib_unmap_tx(priv, buf);
 	if (wc->status == IB_WC_SUCCESS) {
 		dev->stats.tx_packets++;
 		dev->stats.tx_bytes += buf->skb->len;
@@ -361,12 +363,11 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	struct net_device *dev = priv->dev;
 	unsigned int i = priv->tx_head & (priv->tx_size - 1);
 	struct ipoib_tx_buf *buf = &priv->tx_ring[i];
-	struct ib_sge sge;
+	struct ib_sge sge[IPOIB_MAX_TX_SGE];
 	struct ib_ud_wr wr = {
 		.wr = {
 			.wr_id = i,
-			.sg_list = &sge,
-			.num_sge = 1,
+			.sg_list = sge,
 			.opcode = IB_WR_SEND,
 			.send_flags = IB_SEND_SIGNALED,
 		},
@@ -376,29 +377,34 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	};
 	int ret;
 
-	if (skb->len > priv->max_ib_mtu || skb_linearize(skb)) {
+	if (skb->len > priv->max_ib_mtu) {
 		dev->stats.tx_dropped++;
 		dev_kfree_skb_any(skb);
 		return -EMSGSIZE;
 	}
-	buf->mapping = ib_dma_map_single(priv->ca, skb->data, skb->len,
-					 DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
+	/*
+	 * The completion comes back through the fabric much later than on a
+	 * NIC: release the socket's send budget and route now, so that TCP
+	 * small queues do not throttle on our completion latency (in-tree
+	 * does the same).
+	 */
+	skb_orphan(skb);
+	skb_dst_drop(skb);
+	buf->skb = skb;
+	ret = ipoib_map_tx(priv, buf, sge);
+	if (ret < 0) {
+		buf->skb = NULL;
 		dev->stats.tx_errors++;
 		dev_kfree_skb_any(skb);
-		return -EIO;
+		return ret;
 	}
-	sge.addr = buf->mapping;
-	sge.length = skb->len;
-	sge.lkey = priv->pd->local_dma_lkey;
-	buf->skb = skb;
+	wr.wr.num_sge = ret;
 	kref_get(&ah->ref);
 	buf->ah = ah;
 
 	ret = ib_post_send(priv->qp, &wr.wr, NULL);
 	if (ret) {
-		ib_dma_unmap_single(priv->ca, buf->mapping, skb->len,
-				    DMA_TO_DEVICE);
+		ipoib_unmap_tx(priv, buf);
 		buf->skb = NULL;
 		buf->ah = NULL;
 		ipoib_ah_put(ah);
@@ -412,6 +418,70 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	if (priv->tx_head - smp_load_acquire(&priv->tx_tail) == priv->tx_size)
 		netif_stop_queue(dev);
 	return 0;
+}
+
+/*
+ * Map buf->skb for sending: the linear part and each page fragment get an
+ * SGE. A packet with more pieces than the HCA takes is linearised first.
+ * Returns the number of SGEs filled in, or a negative errno (nothing is
+ * left mapped).
+ */
+int ipoib_map_tx(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
+		 struct ib_sge *sge)
+{
+	struct sk_buff *skb = buf->skb;
+	struct ib_device *ca = priv->ca;
+	unsigned int n, i;
+
+	if (skb_shinfo(skb)->nr_frags + 1 > priv->max_send_sge &&
+	    skb_linearize(skb))
+		return -ENOMEM;
+	n = skb_shinfo(skb)->nr_frags + 1;
+
+	buf->mapping[0] = ib_dma_map_single(ca, skb->data, skb_headlen(skb),
+					    DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(ca, buf->mapping[0]))
+		return -EIO;
+	sge[0].addr = buf->mapping[0];
+	sge[0].length = skb_headlen(skb);
+	sge[0].lkey = priv->pd->local_dma_lkey;
+
+	for (i = 1; i < n; i++) {
+		const skb_frag_t *frag = &skb_shinfo(skb)->frags[i - 1];
+
+		buf->mapping[i] = ib_dma_map_page(ca, skb_frag_page(frag),
+						  skb_frag_off(frag),
+						  skb_frag_size(frag),
+						  DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(ca, buf->mapping[i]))
+			goto err_unmap_frags;
+		sge[i].addr = buf->mapping[i];
+		sge[i].length = skb_frag_size(frag);
+		sge[i].lkey = priv->pd->local_dma_lkey;
+	}
+	return n;
+
+err_unmap_frags:
+	while (--i > 0)
+		ib_dma_unmap_page(ca, buf->mapping[i],
+				  skb_frag_size(&skb_shinfo(skb)->frags[i - 1]),
+				  DMA_TO_DEVICE);
+	ib_dma_unmap_single(ca, buf->mapping[0], skb_headlen(skb),
+			    DMA_TO_DEVICE);
+	return -EIO;
+}
+
+void ipoib_unmap_tx(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf)
+{
+	struct sk_buff *skb = buf->skb;
+	unsigned int i;
+
+	ib_dma_unmap_single(priv->ca, buf->mapping[0], skb_headlen(skb),
+			    DMA_TO_DEVICE);
+	for (i = 0; i < skb_shinfo(skb)->nr_frags; i++)
+		ib_dma_unmap_page(priv->ca, buf->mapping[i + 1],
+				  skb_frag_size(&skb_shinfo(skb)->frags[i]),
+				  DMA_TO_DEVICE);
 }
 
 void ipoib_drop(struct ipoib_dev_priv *priv, struct sk_buff *skb)

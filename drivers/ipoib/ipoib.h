@@ -79,10 +79,13 @@ struct ipoib_ah {
 	struct ib_ah *ah;
 };
 
+/* The head and each page fragment of a packet are mapped separately. */
+#define IPOIB_MAX_TX_SGE	(MAX_SKB_FRAGS + 1)
+
 struct ipoib_tx_buf {
 	struct sk_buff *skb;
-	u64 mapping;
 	struct ipoib_ah *ah;
+	u64 mapping[IPOIB_MAX_TX_SGE];
 };
 
 struct ipoib_rx_buf {
@@ -154,6 +157,7 @@ struct ipoib_dev_priv {
 
 	struct ib_pd *pd;
 	struct ib_cq *cq;
+	unsigned int max_send_sge;	/* what the HCA takes, at most ours */
 	struct ib_qp *qp;
 	struct napi_struct napi;
 	bool transport_up;		/* under rtnl */
@@ -246,6 +250,9 @@ struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
 				 struct rdma_ah_attr *attr);
 void ipoib_ah_put(struct ipoib_ah *ah);
 void ipoib_drop(struct ipoib_dev_priv *priv, struct sk_buff *skb);
+int ipoib_map_tx(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
+		 struct ib_sge *sge);
+void ipoib_unmap_tx(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf);
 bool ipoib_park(struct sk_buff_head *queue, unsigned int limit,
 		struct sk_buff *skb);
 void ipoib_release_queue(struct ipoib_dev_priv *priv,

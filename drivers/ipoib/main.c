@@ -593,6 +593,7 @@ void ipoib_setup(struct net_device *dev)
 	dev->addr_len = INFINIBAND_ALEN;
 	dev->hard_header_len = IPOIB_HARD_LEN;
 	dev->flags = IFF_BROADCAST | IFF_MULTICAST;
+	dev->features = NETIF_F_VLAN_CHALLENGED | NETIF_F_HIGHDMA;
 	dev->min_mtu = IPOIB_MIN_MTU;
 	dev->mtu = IPOIB_UD_MTU(2048);
 	dev->watchdog_timeo = HZ;
@@ -640,6 +641,10 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	ipoib_set_broadcast(priv);
 	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
 	dev->max_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	if (priv->max_send_sge > 1) {
+		dev->hw_features |= NETIF_F_SG;
+		dev->features |= NETIF_F_SG;
+	}
 	/* no carrier until the broadcast group is joined (operstate follows) */
 	netif_carrier_off(dev);
 	ret = register_netdevice(dev);
