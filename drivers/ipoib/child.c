@@ -216,25 +216,13 @@ int ipoib_validate(struct nlattr *tb[], struct nlattr *data[],
 	return 0;
 }
 
-static int ipoib_check_mode(struct nlattr *data[],
-			    struct netlink_ext_ack *extack)
+static int ipoib_nl_set_mode(struct net_device *dev, struct nlattr *data[],
+			     struct netlink_ext_ack *extack)
 {
-	if (data && data[IFLA_IPOIB_MODE] &&
-	    nla_get_u16(data[IFLA_IPOIB_MODE]) != IPOIB_MODE_DATAGRAM) {
-		NL_SET_ERR_MSG(extack,
-			       "ipoib: connected mode is not available in this ib_ipoib yet");
-		return -EOPNOTSUPP;
-	}
-	return 0;
-}
-
-static int ipoib_set_mode(struct net_device *dev, struct nlattr *data[],
-			  struct netlink_ext_ack *extack)
-{
-	int ret = ipoib_check_mode(data, extack);
-
-	if (ret)
-		return ret;
+	if (data && data[IFLA_IPOIB_MODE])
+		ipoib_set_mode(ipoib_priv(dev),
+			       nla_get_u16(data[IFLA_IPOIB_MODE]) ==
+			       IPOIB_MODE_CONNECTED);
 	if (data && data[IFLA_IPOIB_UMCAST])
 		WRITE_ONCE(ipoib_priv(dev)->umcast,
 			   !!nla_get_u16(data[IFLA_IPOIB_UMCAST]));
@@ -273,21 +261,17 @@ int ipoib_newlink(struct net *src_net, struct net_device *dev,
 		NL_SET_ERR_MSG(extack, "ipoib: P_Key 0x0000/0x8000 is invalid");
 		return -EINVAL;
 	}
-	ret = ipoib_check_mode(data, extack);
-	if (ret)
-		return ret;
-
 	ret = ipoib_child_create(parent, dev, pkey | 0x8000, false, extack);
 	if (ret)
 		return ret;
-	return ipoib_set_mode(dev, data, extack);
+	return ipoib_nl_set_mode(dev, data, extack);
 }
 
 int ipoib_changelink(struct net_device *dev, struct nlattr *tb[],
 		     struct nlattr *data[], struct netlink_ext_ack *extack)
 {
 	/* the P_Key of an interface never changes; mode and umcast may */
-	return ipoib_set_mode(dev, data, extack);
+	return ipoib_nl_set_mode(dev, data, extack);
 }
 
 void ipoib_dellink(struct net_device *dev, struct list_head *head)

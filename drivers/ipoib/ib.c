@@ -32,9 +32,7 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 			.max_recv_sge = 1,
 		},
 	};
-	struct ib_cq_init_attr cq_attr = {
-		.cqe = ipoib_send_queue_size + ipoib_recv_queue_size,
-	};
+	struct ib_cq_init_attr cq_attr = {};
 	int ret;
 
 	/* page fragments go to the HCA as they are when it takes enough SGEs */
@@ -57,10 +55,15 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 		ret = PTR_ERR(priv->pd);
 		goto err_free_rings;
 	}
+	/* the SRQ (if any) decides how many receive completions CM can have */
+	ipoib_cm_transport_init(priv);
+	/* one CQ: UD receives, every send (bounded globally), CM receives */
+	cq_attr.cqe = min_t(unsigned int, priv->ca->attrs.max_cqe,
+			    priv->tx_size + priv->rx_size + ipoib_cm_cqe(priv));
 	priv->cq = ib_create_cq(priv->ca, ipoib_cq_event, NULL, priv, &cq_attr);
 	if (IS_ERR(priv->cq)) {
 		ret = PTR_ERR(priv->cq);
-		goto err_dealloc_pd;
+		goto err_cm_cleanup;
 	}
 	init.send_cq = priv->cq;
 	init.recv_cq = priv->cq;
@@ -73,7 +76,8 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 
 err_destroy_cq:
 	ib_destroy_cq(priv->cq);
-err_dealloc_pd:
+err_cm_cleanup:
+	ipoib_cm_transport_cleanup(priv);
 	ib_dealloc_pd(priv->pd);
 err_free_rings:
 	kvfree(priv->rx_ring);
@@ -84,6 +88,7 @@ err_free_rings:
 void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 {
 	ib_destroy_qp(priv->qp);
+	ipoib_cm_transport_cleanup(priv);
 	ib_destroy_cq(priv->cq);
 	ib_dealloc_pd(priv->pd);
 	kvfree(priv->rx_ring);
@@ -204,7 +209,6 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	struct ipoib_rx_buf *buf;
 	struct sk_buff *skb;
 	struct ib_grh *grh;
-	__be16 proto;
 
 	if (i >= priv->rx_size || !priv->rx_ring[i].skb) {
 		netdev_warn_once(dev, "completion for an empty receive slot %u\n", i);
@@ -266,6 +270,14 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	if (skb->pkt_type != PACKET_HOST)
 		dev->stats.multicast++;
 	skb_pull(skb, IB_GRH_BYTES);
+	ipoib_rx_deliver(priv, skb);
+}
+
+/* A received packet, IPoIB header first, goes up the stack (NAPI). */
+void ipoib_rx_deliver(struct ipoib_dev_priv *priv, struct sk_buff *skb)
+{
+	struct net_device *dev = priv->dev;
+	__be16 proto;
 
 	proto = ((struct ipoib_header *)skb->data)->proto;
 	if (!ipoib_proto_ok(proto)) {
@@ -286,30 +298,47 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	napi_gro_receive(&priv->napi, skb);
 }
 
-static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+/* A send (UD or RC) completed: release its slot's packet and mapping. */
+void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
+		   enum ib_wc_status status)
 {
-	unsigned int i = wc->wr_id;
-	struct ipoib_tx_buf *buf;
 	struct net_device *dev = priv->dev;
 
-	if (i >= priv->tx_size) {
-		netdev_warn_once(dev, "send completion with wr_id %u\n", i);
-		return;
-	}
-	buf = &priv->tx_ring[i];
 	ipoib_unmap_tx(priv, buf);
-	if (wc->status == IB_WC_SUCCESS) {
+	if (status == IB_WC_SUCCESS) {
 		dev->stats.tx_packets++;
 		dev->stats.tx_bytes += buf->skb->len;
-	} else if (wc->status != IB_WC_WR_FLUSH_ERR) {
+	} else if (status != IB_WC_WR_FLUSH_ERR) {
 		dev->stats.tx_errors++;
 	}
 	napi_consume_skb(buf->skb, 1);
 	buf->skb = NULL;
 	ipoib_ah_put(buf->ah);
 	buf->ah = NULL;
-	/* pairs with the acquire in ipoib_send(): the slot is free */
-	smp_store_release(&priv->tx_tail, priv->tx_tail + 1);
+	/* pairs with the acquire in ipoib_tx_sent(): one more free slot */
+	smp_store_release(&priv->global_tail, priv->global_tail + 1);
+}
+
+/* A send was posted (tx lock held): stop the queue before any ring fills. */
+void ipoib_tx_sent(struct ipoib_dev_priv *priv)
+{
+	priv->global_head++;
+	netif_trans_update(priv->dev);
+	if (priv->global_head - smp_load_acquire(&priv->global_tail) >=
+	    priv->tx_size)
+		netif_stop_queue(priv->dev);
+}
+
+static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+{
+	unsigned int i = wc->wr_id;
+
+	if (i >= priv->tx_size) {
+		netdev_warn_once(priv->dev, "send completion with wr_id %u\n", i);
+		return;
+	}
+	ipoib_tx_done(priv, &priv->tx_ring[i], wc->status);
+	priv->tx_tail++;
 }
 
 int ipoib_napi_poll(struct napi_struct *napi, int budget)
@@ -326,17 +355,20 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 		if (n <= 0)
 			break;
 		for (i = 0; i < n; i++) {
-			if (wcs[i].wr_id & IPOIB_OP_RECV) {
-				ipoib_handle_rx(priv, &wcs[i]);
+			if (wcs[i].wr_id & IPOIB_OP_RECV)
 				done++;
-			} else {
+			if (wcs[i].wr_id & IPOIB_OP_CM)
+				ipoib_cm_handle_wc(priv, &wcs[i]);
+			else if (wcs[i].wr_id & IPOIB_OP_RECV)
+				ipoib_handle_rx(priv, &wcs[i]);
+			else
 				ipoib_handle_tx(priv, &wcs[i]);
-			}
 		}
 	}
 
 	if (netif_queue_stopped(dev) &&
-	    priv->tx_head - READ_ONCE(priv->tx_tail) <= priv->tx_size / 2) {
+	    READ_ONCE(priv->global_head) - priv->global_tail <=
+	    priv->tx_size / 2) {
 		netif_tx_lock(dev);
 		if (netif_queue_stopped(dev))
 			netif_wake_queue(dev);
@@ -413,10 +445,7 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		return ret;
 	}
 	priv->tx_head++;
-	netif_trans_update(dev);
-	/* pairs with the release in ipoib_handle_tx() */
-	if (priv->tx_head - smp_load_acquire(&priv->tx_tail) == priv->tx_size)
-		netif_stop_queue(dev);
+	ipoib_tx_sent(priv);
 	return 0;
 }
 
@@ -556,6 +585,8 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 
 	priv->tx_head = 0;
 	priv->tx_tail = 0;
+	priv->global_head = 0;
+	priv->global_tail = 0;
 	priv->rx_outstanding = 0;
 	priv->transport_up = true;
 	napi_enable(&priv->napi);
@@ -597,7 +628,9 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 		n = ib_poll_cq(priv->cq, ARRAY_SIZE(wcs), wcs);
 		local_bh_disable();
 		for (i = 0; i < n; i++) {
-			if (wcs[i].wr_id & IPOIB_OP_RECV)
+			if (wcs[i].wr_id & IPOIB_OP_CM)
+				ipoib_cm_handle_wc(priv, &wcs[i]);
+			else if (wcs[i].wr_id & IPOIB_OP_RECV)
 				ipoib_handle_rx(priv, &wcs[i]);
 			else
 				ipoib_handle_tx(priv, &wcs[i]);

@@ -16,6 +16,7 @@
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_cm.h>
 #include <rdma/ib_sa.h>
 #include <rdma/ib_verbs.h>
 
@@ -50,7 +51,25 @@ struct ipoib_header {
 
 #define IPOIB_QPN_MASK		0xffffff
 #define IPOIB_MCAST_QPN		0xffffff
+/* wr_id: bit 63 receive, bit 62 connected mode, the rest a ring slot */
 #define IPOIB_OP_RECV		BIT_ULL(63)
+#define IPOIB_OP_CM		BIT_ULL(62)
+#define IPOIB_CM_DRAIN		(IPOIB_OP_CM | 0xffffffffULL)
+
+/* byte 0 of the hardware address: this interface accepts RC connections */
+#define IPOIB_FLAGS_RC		0x80
+
+/*
+ * Connected mode (RFC 4755): a SEND carries the 4-byte header and up to
+ * 65520 bytes; receive buffers are a linear head plus whole pages.
+ */
+#define IPOIB_CM_MTU		65520
+#define IPOIB_CM_BUF		(IPOIB_CM_MTU + IPOIB_ENCAP_LEN)
+#define IPOIB_CM_FRAGS		(IPOIB_CM_BUF / PAGE_SIZE)
+#define IPOIB_CM_HEAD		(IPOIB_CM_BUF - IPOIB_CM_FRAGS * PAGE_SIZE)
+#define IPOIB_CM_SGE		(IPOIB_CM_FRAGS + 1)
+#define IPOIB_CM_COPYBREAK	256
+#define IPOIB_CM_SERVICE_ID	0x1000000000000000ULL
 
 /* queue limits: bounded waits while a path or a group is resolved */
 #define IPOIB_MAX_PATH_QUEUE	3
@@ -93,6 +112,65 @@ struct ipoib_rx_buf {
 	u64 mapping;
 };
 
+/* A connected-mode receive buffer: head in the skb, pages beside it. */
+struct ipoib_cm_rx_buf {
+	struct sk_buff *skb;
+	struct page *pages[IPOIB_CM_FRAGS];
+	u64 mapping[IPOIB_CM_SGE];
+};
+
+enum ipoib_cm_tx_state {
+	IPOIB_CM_TX_IDLE,		/* no QP; UD until retry_after */
+	IPOIB_CM_TX_CONNECTING,		/* work creates the QP, REQ sent */
+	IPOIB_CM_TX_UP,
+	IPOIB_CM_TX_CLOSING,		/* work tears the QP down */
+	IPOIB_CM_TX_DYING,		/* its path goes: freed after teardown */
+};
+
+/*
+ * Our side of a connection we initiated to (path, QPN). The structure
+ * lives as long as its path; the QP, CM ID and ring exist per attempt.
+ */
+struct ipoib_cm_tx {
+	struct list_head node;		/* path->cm_tx, under priv->lock */
+	struct ipoib_dev_priv *priv;
+	struct ipoib_path *path;
+	u32 qpn;			/* the peer's UD QPN */
+	enum ipoib_cm_tx_state state;	/* under priv->lock */
+	bool retry_later;		/* refused: UD until retry_after */
+	unsigned long retry_after;
+	unsigned int backoff;		/* seconds */
+	unsigned int mtu;		/* the peer's limit, header included */
+	struct ib_cm_id *id;
+	struct ib_qp *qp;
+	struct ipoib_tx_buf *ring;
+	unsigned int head;		/* xmit, under priv->lock */
+	unsigned int tail;		/* NAPI */
+	struct sk_buff_head queue;	/* while connecting */
+	struct work_struct work;
+};
+
+enum ipoib_cm_rx_state {
+	IPOIB_CM_RX_LIVE,
+	IPOIB_CM_RX_ERROR,		/* QP in ERR, waiting for the last WQE */
+	IPOIB_CM_RX_FLUSH,		/* last WQE reached, drain to be posted */
+	IPOIB_CM_RX_DRAIN,		/* drain WR posted */
+	IPOIB_CM_RX_DEAD,		/* every completion seen: destroy */
+};
+
+/* A connection a peer initiated to us; we only receive on it. */
+struct ipoib_cm_rx {
+	struct list_head node;		/* one of priv's cm lists */
+	struct ipoib_dev_priv *priv;
+	struct ib_cm_id *id;
+	struct ib_qp *qp;
+	enum ipoib_cm_rx_state state;	/* under priv->lock */
+	struct ipoib_cm_rx_buf *ring;	/* without an SRQ only */
+	unsigned int posted;		/* without an SRQ: receives out */
+	bool failed;			/* a receive failed: close it */
+	unsigned long last_active;	/* jiffies */
+};
+
 struct ipoib_path {
 	struct hlist_node node;
 	struct list_head flush;
@@ -105,6 +183,8 @@ struct ipoib_path {
 	struct completion done;		/* the query's callback has run */
 	unsigned long retry_after;	/* jiffies; failed queries back off */
 	unsigned long last_used;	/* jiffies; idle paths are collected */
+	struct sa_path_rec rec;		/* for connection requests */
+	struct list_head cm_tx;		/* struct ipoib_cm_tx, one per QPN */
 	struct ipoib_dev_priv *priv;
 };
 
@@ -169,6 +249,26 @@ struct ipoib_dev_priv {
 	unsigned int tx_size;
 	unsigned int tx_head;		/* xmit, under the tx lock */
 	unsigned int tx_tail;		/* NAPI */
+	/* every send in flight, UD and RC: the queue stops at tx_size */
+	unsigned int global_head;	/* xmit, under the tx lock */
+	unsigned int global_tail;	/* NAPI */
+
+	/* connected mode (cm.c); the lists are under lock */
+	bool cm_mode;			/* admin: connected */
+	struct ib_cm_id *cm_listen;
+	struct ib_srq *srq;		/* NULL: a ring per connection */
+	struct ipoib_cm_rx_buf *srq_ring;
+	bool srq_filled;		/* buffers go in with the first REQ */
+	struct mutex cm_mutex;		/* srq_filled; rx lifetime vs. reaper */
+	struct list_head cm_passive;	/* LIVE and ERROR */
+	struct list_head cm_flush;	/* FLUSH: last WQE reached */
+	struct list_head cm_drain;	/* DRAIN: waiting for the drain WR */
+	struct list_head cm_dead;	/* DEAD: to be destroyed */
+	bool cm_draining;		/* a drain WR is in flight */
+	unsigned int cm_nonsrq;		/* passive connections with a ring */
+	unsigned int cm_nonsrq_max;	/* what max_nonsrq_conn_qp and CQ allow */
+	struct work_struct cm_reap_work;
+	struct delayed_work cm_stale_work;
 
 	/* lock protects paths, mcasts and the carrier reason */
 	spinlock_t lock;
@@ -244,6 +344,10 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv);
 int ipoib_transport_up(struct ipoib_dev_priv *priv);
 void ipoib_transport_down(struct ipoib_dev_priv *priv);
 int ipoib_napi_poll(struct napi_struct *napi, int budget);
+void ipoib_rx_deliver(struct ipoib_dev_priv *priv, struct sk_buff *skb);
+void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
+		   enum ib_wc_status status);
+void ipoib_tx_sent(struct ipoib_dev_priv *priv);
 int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	       struct ipoib_ah *ah, u32 qpn, u32 qkey);
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
@@ -264,6 +368,24 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 void ipoib_flush_paths(struct ipoib_dev_priv *priv);
 void ipoib_path_gc_work(struct work_struct *work);
 void ipoib_path_gc_start(struct ipoib_dev_priv *priv);
+
+/* cm.c */
+extern unsigned int ipoib_max_nonsrq_conn_qp;
+void ipoib_cm_init(struct ipoib_dev_priv *priv);
+int ipoib_cm_transport_init(struct ipoib_dev_priv *priv);
+void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv);
+int ipoib_cm_start(struct ipoib_dev_priv *priv);
+void ipoib_cm_stop(struct ipoib_dev_priv *priv);
+unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv);
+bool ipoib_cm_wanted(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+		     const u8 *daddr);
+int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
+		  struct sk_buff *skb, u32 qpn, unsigned int *mtu);
+void ipoib_cm_path_release(struct ipoib_path *path);
+void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc);
+void ipoib_too_big(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+		   unsigned int mtu);
+int ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected);
 
 /* mcast.c */
 netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,

@@ -76,8 +76,10 @@ static void ipoib_carrier_work(struct work_struct *work)
 		unsigned int admin = priv->admin_mtu;
 
 		/* the broadcast group decides the datagram MTU; keep the admin's */
-		dev_set_mtu(dev, min(admin, priv->mcast_mtu));
-		priv->admin_mtu = admin;
+		if (!priv->cm_mode) {
+			dev_set_mtu(dev, min(admin, priv->mcast_mtu));
+			priv->admin_mtu = admin;
+		}
 		netif_carrier_on(dev);
 	} else {
 		netif_carrier_off(dev);
@@ -103,7 +105,7 @@ static void ipoib_set_hwaddr(struct ipoib_dev_priv *priv)
 	u8 addr[INFINIBAND_ALEN];
 	u32 qpn = priv->qp->qp_num;
 
-	addr[0] = 0;	/* no connected mode yet */
+	addr[0] = IPOIB_FLAGS_RC;	/* we accept connections in either mode */
 	addr[1] = qpn >> 16;
 	addr[2] = qpn >> 8;
 	addr[3] = qpn;
@@ -144,6 +146,7 @@ static enum ipoib_carrier_reason ipoib_query_port(struct ipoib_dev_priv *priv)
 static void ipoib_start(struct ipoib_dev_priv *priv)
 {
 	enum ipoib_carrier_reason reason;
+	int ret;
 
 	ASSERT_RTNL();
 	reason = ipoib_query_port(priv);
@@ -160,6 +163,10 @@ static void ipoib_start(struct ipoib_dev_priv *priv)
 		ipoib_set_reason(priv, IPOIB_CARRIER_PORT_DOWN, 0);
 		return;
 	}
+	ret = ipoib_cm_start(priv);
+	if (ret)
+		netdev_warn(priv->dev, "cannot listen for connections (%d): peers use datagrams\n",
+			    ret);
 	ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_PENDING, 0);
 	netif_start_queue(priv->dev);
 	ipoib_mcast_start(priv);
@@ -173,7 +180,9 @@ static void ipoib_halt(struct ipoib_dev_priv *priv)
 	netif_tx_disable(priv->dev);
 	ipoib_mcast_stop(priv);
 	cancel_delayed_work_sync(&priv->gc_work);
+	/* connections need NAPI to drain: before the transport goes */
 	ipoib_flush_paths(priv);
+	ipoib_cm_stop(priv);
 	ipoib_transport_down(priv);
 }
 
@@ -268,9 +277,15 @@ static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
 
+	if (priv->cm_mode) {
+		/* anything RC carries; UD peers get ICMP "too big" */
+		dev->mtu = new_mtu;
+		return 0;
+	}
 	if (new_mtu > IPOIB_UD_MTU(priv->max_ib_mtu)) {
-		netdev_info(dev, "MTU %d is above the datagram maximum %u\n",
-			    new_mtu, IPOIB_UD_MTU(priv->max_ib_mtu));
+		netdev_info(dev, "MTU %d is above the datagram maximum %u (connected mode allows %u)\n",
+			    new_mtu, IPOIB_UD_MTU(priv->max_ib_mtu),
+			    IPOIB_CM_MTU);
 		return -EINVAL;
 	}
 	priv->admin_mtu = new_mtu;
@@ -444,7 +459,8 @@ static int ipoib_fill_info(struct sk_buff *skb, const struct net_device *dev)
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
 
 	if (nla_put_u16(skb, IFLA_IPOIB_PKEY, priv->pkey) ||
-	    nla_put_u16(skb, IFLA_IPOIB_MODE, IPOIB_MODE_DATAGRAM) ||
+	    nla_put_u16(skb, IFLA_IPOIB_MODE, READ_ONCE(priv->cm_mode) ?
+			IPOIB_MODE_CONNECTED : IPOIB_MODE_DATAGRAM) ||
 	    nla_put_u16(skb, IFLA_IPOIB_UMCAST, READ_ONCE(priv->umcast)))
 		return -EMSGSIZE;
 	return 0;
@@ -517,19 +533,30 @@ static DEVICE_ATTR_RO(pkey);
 static ssize_t mode_show(struct device *d, struct device_attribute *attr,
 			 char *buf)
 {
-	return sysfs_emit(buf, "datagram\n");
+	return sysfs_emit(buf, "%s\n", READ_ONCE(ipoib_priv(to_net_dev(d))->cm_mode) ?
+			  "connected" : "datagram");
 }
 
 static ssize_t mode_store(struct device *d, struct device_attribute *attr,
 			  const char *buf, size_t count)
 {
 	struct net_device *dev = to_net_dev(d);
+	bool connected;
 
-	if (!strcmp(buf, "datagram\n"))
-		return count;
+	/* in-tree's spelling: exactly "connected\n" or "datagram\n" */
 	if (!strcmp(buf, "connected\n"))
-		netdev_info(dev, "connected mode is not available in this ib_ipoib yet; staying in datagram mode\n");
-	return -EINVAL;
+		connected = true;
+	else if (!strcmp(buf, "datagram\n"))
+		connected = false;
+	else
+		return -EINVAL;
+	/* sysfs removal waits for us under rtnl: never block on it here */
+	if (!rtnl_trylock())
+		return restart_syscall();
+	if (dev->reg_state == NETREG_REGISTERED)
+		ipoib_set_mode(ipoib_priv(dev), connected);
+	rtnl_unlock();
+	return count;
 }
 static DEVICE_ATTR_RW(mode);
 
@@ -617,6 +644,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	INIT_LIST_HEAD(&priv->mcasts);
 	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
 	INIT_DELAYED_WORK(&priv->gc_work, ipoib_path_gc_work);
+	ipoib_cm_init(priv);
 	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
 	INIT_WORK(&priv->rx_mode_work, ipoib_rx_mode_work);
@@ -640,7 +668,7 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	ipoib_query_port(priv);
 	ipoib_set_broadcast(priv);
 	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
-	dev->max_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
+	dev->max_mtu = IPOIB_CM_MTU;
 	if (priv->max_send_sge > 1) {
 		dev->hw_features |= NETIF_F_SG;
 		dev->features |= NETIF_F_SG;
@@ -665,6 +693,8 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	ipoib_debugfs_remove(priv);
 	cancel_delayed_work_sync(&priv->mcast_work);
 	cancel_delayed_work_sync(&priv->gc_work);
+	cancel_delayed_work_sync(&priv->cm_stale_work);
+	cancel_work_sync(&priv->cm_reap_work);
 	cancel_work_sync(&priv->restart_work);
 	cancel_work_sync(&priv->rx_mode_work);
 	cancel_work_sync(&priv->carrier_work);
@@ -832,6 +862,8 @@ static int __init ipoib_init_module(void)
 			  true);
 	ipoib_check_param("recv_queue_size", &ipoib_recv_queue_size, 2, 8192,
 			  false);
+	ipoib_check_param("max_nonsrq_conn_qp", &ipoib_max_nonsrq_conn_qp, 0,
+			  4096, false);
 
 	ipoib_wq = alloc_workqueue(KBUILD_MODNAME, WQ_MEM_RECLAIM, 0);
 	if (!ipoib_wq)

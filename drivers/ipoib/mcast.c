@@ -342,6 +342,11 @@ netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,
 	struct ipoib_ah *ah;
 	unsigned long flags;
 
+	/* multicast is always UD, whatever a connected-mode MTU allows */
+	if (skb->len > priv->mcast_mtu + IPOIB_ENCAP_LEN) {
+		ipoib_too_big(priv, skb, priv->mcast_mtu);
+		return NETDEV_TX_OK;
+	}
 	spin_lock_irqsave(&priv->lock, flags);
 	if (!priv->mcast_running)
 		goto drop;

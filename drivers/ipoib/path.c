@@ -59,6 +59,7 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 		old = path->ah;
 		path->ah = ah;
 		path->dlid = be32_to_cpu(sa_path_get_dlid(rec));
+		path->rec = *rec;
 	} else {
 		path->retry_after = jiffies + HZ;
 	}
@@ -111,16 +112,31 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	struct ipoib_path *path;
 	struct ipoib_ah *ah;
 	unsigned long flags;
+	unsigned int mtu;
+	int ret;
 
 	spin_lock_irqsave(&priv->lock, flags);
 	path = ipoib_path_find(priv, gid);
 	if (path)
 		path->last_used = jiffies;
 	if (path && path->ah) {
+		if (ipoib_cm_wanted(priv, skb, daddr)) {
+			ret = ipoib_cm_xmit(priv, path, skb, qpn, &mtu);
+			if (ret <= 0) {
+				spin_unlock_irqrestore(&priv->lock, flags);
+				if (ret)
+					ipoib_too_big(priv, skb, mtu);
+				return NETDEV_TX_OK;
+			}
+		}
 		ah = path->ah;
 		kref_get(&ah->ref);
 		spin_unlock_irqrestore(&priv->lock, flags);
-		ipoib_send(priv, skb, ah, qpn, priv->qkey);
+		/* connected-mode MTU, but this peer is reached over UD */
+		if (skb->len > priv->mcast_mtu + IPOIB_ENCAP_LEN)
+			ipoib_too_big(priv, skb, priv->mcast_mtu);
+		else
+			ipoib_send(priv, skb, ah, qpn, priv->qkey);
 		ipoib_ah_put(ah);
 		return NETDEV_TX_OK;
 	}
@@ -132,6 +148,7 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		path->dgid = *gid;
 		path->priv = priv;
 		path->last_used = jiffies;
+		INIT_LIST_HEAD(&path->cm_tx);
 		skb_queue_head_init(&path->queue);
 		init_completion(&path->done);
 		complete(&path->done);	/* no query in flight */
@@ -171,6 +188,7 @@ void ipoib_flush_paths(struct ipoib_dev_priv *priv)
 
 	list_for_each_entry_safe(path, tmp, &dead, flush) {
 		wait_for_completion(&path->done);
+		ipoib_cm_path_release(path);
 		skb_queue_purge(&path->queue);
 		ipoib_ah_put(path->ah);
 		kfree(path);
@@ -212,6 +230,7 @@ void ipoib_path_gc_work(struct work_struct *work)
 	spin_unlock_irq(&priv->lock);
 
 	list_for_each_entry_safe(path, tmp, &dead, flush) {
+		ipoib_cm_path_release(path);
 		ipoib_ah_put(path->ah);
 		kfree(path);
 		n++;

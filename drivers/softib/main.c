@@ -21,6 +21,11 @@ static unsigned int ports = 2;
 module_param(ports, uint, 0444);
 MODULE_PARM_DESC(ports, "Number of IB ports of softib0 (1-16, default 2)");
 
+/* HCAs without SRQs exist; ULPs (IPoIB connected mode) must cope */
+bool softib_srq = true;
+module_param_named(srq, softib_srq, bool, 0444);
+MODULE_PARM_DESC(srq, "Offer shared receive queues (default 1; 0 behaves like an HCA without SRQ support)");
+
 static struct softib_dev *softib_dev;
 
 /* what OpenSM does with no partitions.conf: every port a full member of 0x7fff */

@@ -323,6 +323,7 @@ static inline __be64 softib_port_guid(u32 port)
 
 /* main.c */
 extern const struct ib_device_ops softib_dev_ops;
+extern bool softib_srq;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
 

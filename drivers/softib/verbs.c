@@ -46,9 +46,11 @@ int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_total_mcast_qp_attach = SOFTIB_MAX_MCAST_GRP *
 					  SOFTIB_MAX_MCAST_ATTACH;
 	attr->max_ah = SOFTIB_MAX_AH;
-	attr->max_srq = SOFTIB_MAX_QP;
-	attr->max_srq_wr = SOFTIB_MAX_QP_WR;
-	attr->max_srq_sge = SOFTIB_MAX_SGE;
+	if (softib_srq) {
+		attr->max_srq = SOFTIB_MAX_QP;
+		attr->max_srq_wr = SOFTIB_MAX_QP_WR;
+		attr->max_srq_sge = SOFTIB_MAX_SGE;
+	}
 	attr->max_pkeys = SOFTIB_PKEY_TBL_LEN;
 	attr->local_ca_ack_delay = 15;
 	return 0;
@@ -333,6 +335,8 @@ int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	int ret;
 
 	if (udata)
+		return -EOPNOTSUPP;
+	if (!softib_srq)
 		return -EOPNOTSUPP;
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 180
 #
 # Connected mode (RC over ib_cm) across the softib fabric: both ends

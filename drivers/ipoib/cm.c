@@ -1,0 +1,1220 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipoib-ng: connected mode (RFC 4755), wire-compatible with in-tree.
+ *
+ * Every interface listens on service ID 0x1000000000000000 | its UD QPN,
+ * in either mode, and advertises that with flag 0x80 in its hardware
+ * address. In connected mode, unicast IP to a peer with the flag goes
+ * over an RC connection we initiate (one per peer QPN, hanging off the
+ * path); we never send on connections peers initiated to us. REQ and REP
+ * carry { UD QPN, largest SEND the sender can receive } in big endian.
+ *
+ * Receive buffers are a 4 KiB head plus pages, on one SRQ per interface
+ * (filled when the first peer connects) or, without an SRQ, a ring per
+ * passive connection, at most max_nonsrq_conn_qp of them.
+ *
+ * Unlike in-tree, a refused or timed-out connection falls back to UD
+ * (with ICMP "too big" for what UD cannot carry) and is retried with a
+ * backoff, instead of black-holing the peer.
+ *
+ * Teardown order: passive QPs go to ERR; with an SRQ we wait for the
+ * LAST_WQE_REACHED event and then post one drain WR whose flushed
+ * completion proves every earlier completion of those QPs was polled;
+ * without one we count the flushed receives. Only then is a QP
+ * destroyed. Active QPs go to ERR and are destroyed once every send
+ * came back.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/delay.h>
+#include <linux/icmpv6.h>
+#include <linux/if_arp.h>
+#include <linux/moduleparam.h>
+#include <linux/random.h>
+#include <net/icmp.h>
+
+#include "ipoib.h"
+
+unsigned int ipoib_max_nonsrq_conn_qp = 128;
+module_param_named(max_nonsrq_conn_qp, ipoib_max_nonsrq_conn_qp, uint, 0444);
+MODULE_PARM_DESC(max_nonsrq_conn_qp,
+		 "Max number of connected-mode QPs per interface (applied only if shared receive queue is not available)");
+
+#define IPOIB_CM_RX_TIMEOUT	(512 * HZ)	/* idle passive connections go */
+#define IPOIB_CM_RX_SCAN	(64 * HZ)
+#define IPOIB_CM_MAX_BACKOFF	64		/* seconds of UD after a refusal */
+#define IPOIB_CM_SLOT_MASK	0xffffffffULL
+
+/* REQ and REP private data (the CM pads it with zeroes) */
+struct ipoib_cm_data {
+	__be32 qpn;	/* the sender's UD QPN; the top byte is reserved */
+	__be32 mtu;	/* the largest SEND it receives, IPoIB header included */
+};
+
+/* ---- receive buffers ---- */
+
+static void ipoib_cm_free_buf(struct ipoib_dev_priv *priv,
+			      struct ipoib_cm_rx_buf *buf)
+{
+	unsigned int i;
+
+	if (buf->skb) {
+		ib_dma_unmap_single(priv->ca, buf->mapping[0], IPOIB_CM_HEAD,
+				    DMA_FROM_DEVICE);
+		dev_kfree_skb_any(buf->skb);
+		buf->skb = NULL;
+	}
+	for (i = 0; i < IPOIB_CM_FRAGS; i++) {
+		if (!buf->pages[i])
+			continue;
+		ib_dma_unmap_page(priv->ca, buf->mapping[i + 1], PAGE_SIZE,
+				  DMA_FROM_DEVICE);
+		__free_page(buf->pages[i]);
+		buf->pages[i] = NULL;
+	}
+}
+
+static void ipoib_cm_free_ring(struct ipoib_dev_priv *priv,
+			       struct ipoib_cm_rx_buf *ring)
+{
+	unsigned int i;
+
+	if (!ring)
+		return;
+	for (i = 0; i < priv->rx_size; i++)
+		ipoib_cm_free_buf(priv, &ring[i]);
+	kvfree(ring);
+}
+
+static struct sk_buff *ipoib_cm_alloc_head(struct ipoib_dev_priv *priv,
+					   u64 *mapping, gfp_t gfp)
+{
+	struct sk_buff *skb;
+
+	/* 12 + the 4-byte header leave the IP header 16-byte aligned */
+	skb = __netdev_alloc_skb(priv->dev, IPOIB_CM_HEAD + 12, gfp);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, 12);
+	*mapping = ib_dma_map_single(priv->ca, skb->data, IPOIB_CM_HEAD,
+				     DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, *mapping)) {
+		dev_kfree_skb_any(skb);
+		return NULL;
+	}
+	return skb;
+}
+
+static struct page *ipoib_cm_alloc_page(struct ipoib_dev_priv *priv,
+					u64 *mapping, gfp_t gfp)
+{
+	struct page *page = alloc_page(gfp);
+
+	if (!page)
+		return NULL;
+	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
+				   DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, *mapping)) {
+		__free_page(page);
+		return NULL;
+	}
+	return page;
+}
+
+/* Give "buf" every piece it lacks; pieces it has stay mapped. */
+static int ipoib_cm_fill_buf(struct ipoib_dev_priv *priv,
+			     struct ipoib_cm_rx_buf *buf, gfp_t gfp)
+{
+	unsigned int i;
+
+	if (!buf->skb) {
+		buf->skb = ipoib_cm_alloc_head(priv, &buf->mapping[0], gfp);
+		if (!buf->skb)
+			return -ENOMEM;
+	}
+	for (i = 0; i < IPOIB_CM_FRAGS; i++) {
+		if (buf->pages[i])
+			continue;
+		buf->pages[i] = ipoib_cm_alloc_page(priv, &buf->mapping[i + 1],
+						    gfp);
+		if (!buf->pages[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Post slot "i" of the SRQ ring (rx == NULL) or of rx's own ring. */
+static int ipoib_cm_post_rx(struct ipoib_dev_priv *priv,
+			    struct ipoib_cm_rx *rx, unsigned int i)
+{
+	struct ipoib_cm_rx_buf *buf = rx ? &rx->ring[i] : &priv->srq_ring[i];
+	struct ib_sge sge[IPOIB_CM_SGE];
+	struct ib_recv_wr wr = {
+		.wr_id = IPOIB_OP_RECV | IPOIB_OP_CM | i,
+		.sg_list = sge,
+		.num_sge = IPOIB_CM_SGE,
+	};
+	unsigned int j;
+	int ret;
+
+	for (j = 0; j < IPOIB_CM_SGE; j++) {
+		sge[j].addr = buf->mapping[j];
+		sge[j].length = j ? PAGE_SIZE : IPOIB_CM_HEAD;
+		sge[j].lkey = priv->pd->local_dma_lkey;
+	}
+	if (!rx)
+		return ib_post_srq_recv(priv->srq, &wr, NULL);
+	ret = ib_post_recv(rx->qp, &wr, NULL);
+	if (!ret)
+		rx->posted++;
+	return ret;
+}
+
+/* Fill and post a whole ring (process context). */
+static int ipoib_cm_fill_ring(struct ipoib_dev_priv *priv,
+			      struct ipoib_cm_rx *rx)
+{
+	struct ipoib_cm_rx_buf *ring = rx ? rx->ring : priv->srq_ring;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < priv->rx_size; i++) {
+		ret = ipoib_cm_fill_buf(priv, &ring[i], GFP_KERNEL);
+		if (!ret)
+			ret = ipoib_cm_post_rx(priv, rx, i);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ---- SRQ, CQ budget, listener ---- */
+
+/*
+ * The SRQ is created with the interface (cheap) but only gets its 16 MB
+ * of buffers when a peer first connects: interfaces that never see a
+ * connection never pay for them.
+ */
+int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
+{
+	struct ib_srq_init_attr attr = {
+		.srq_type = IB_SRQT_BASIC,
+		.attr = {
+			.max_wr = priv->rx_size,
+			.max_sge = IPOIB_CM_SGE,
+		},
+	};
+	struct ib_srq *srq;
+
+	priv->srq = NULL;
+	priv->srq_filled = false;
+	if (!priv->ca->attrs.max_srq ||
+	    priv->ca->attrs.max_srq_sge < IPOIB_CM_SGE)
+		return 0;
+	srq = ib_create_srq(priv->pd, &attr);
+	if (IS_ERR(srq)) {
+		netdev_dbg(priv->dev, "no SRQ (%ld): a receive ring per connection\n",
+			   PTR_ERR(srq));
+		return 0;
+	}
+	priv->srq_ring = kvcalloc(priv->rx_size, sizeof(*priv->srq_ring),
+				  GFP_KERNEL);
+	if (!priv->srq_ring) {
+		ib_destroy_srq(srq);
+		return 0;
+	}
+	priv->srq = srq;
+	return 0;
+}
+
+void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
+{
+	if (!priv->srq)
+		return;
+	ib_destroy_srq(priv->srq);
+	priv->srq = NULL;
+	ipoib_cm_free_ring(priv, priv->srq_ring);
+	priv->srq_ring = NULL;
+}
+
+/*
+ * Completions connected mode may add to the shared CQ beyond the UD ones:
+ * the SRQ ring and one drain WR, or a ring per passive connection (whose
+ * number is then limited to what the CQ can take).
+ */
+unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv)
+{
+	unsigned int room;
+
+	if (priv->srq)
+		return priv->rx_size + 1;
+	room = priv->ca->attrs.max_cqe - priv->tx_size - priv->rx_size - 1;
+	priv->cm_nonsrq_max = min(ipoib_max_nonsrq_conn_qp,
+				  room / priv->rx_size);
+	return priv->rx_size * priv->cm_nonsrq_max + 1;
+}
+
+/* ---- passive side ---- */
+
+static void ipoib_cm_schedule_reap(struct ipoib_dev_priv *priv)
+{
+	queue_work(ipoib_wq, &priv->cm_reap_work);
+}
+
+/*
+ * Post the drain WR on the first QP that reached its last WQE; it covers
+ * every QP on the flush list (they all reached theirs before). Lock held.
+ */
+static void ipoib_cm_start_drain(struct ipoib_dev_priv *priv)
+{
+	const struct ib_send_wr wr = {
+		.wr_id = IPOIB_CM_DRAIN,
+		.opcode = IB_WR_SEND,
+	};
+	struct ipoib_cm_rx *rx, *tmp;
+	enum ipoib_cm_rx_state next = IPOIB_CM_RX_DRAIN;
+
+	lockdep_assert_held(&priv->lock);
+	if (priv->cm_draining || list_empty(&priv->cm_flush))
+		return;
+	rx = list_first_entry(&priv->cm_flush, struct ipoib_cm_rx, node);
+	if (ib_post_send(rx->qp, &wr, NULL)) {
+		/* cannot happen in ERR; destroying is safer than waiting forever */
+		netdev_warn(priv->dev, "cannot post the drain WR\n");
+		next = IPOIB_CM_RX_DEAD;
+	} else {
+		priv->cm_draining = true;
+	}
+	list_for_each_entry_safe(rx, tmp, &priv->cm_flush, node) {
+		rx->state = next;
+		list_move_tail(&rx->node, next == IPOIB_CM_RX_DEAD ?
+			       &priv->cm_dead : &priv->cm_drain);
+	}
+	if (next == IPOIB_CM_RX_DEAD)
+		ipoib_cm_schedule_reap(priv);
+}
+
+/* Lock held: a passive connection has no work left in flight. */
+static void ipoib_cm_rx_dead(struct ipoib_dev_priv *priv,
+			     struct ipoib_cm_rx *rx)
+{
+	lockdep_assert_held(&priv->lock);
+	rx->state = IPOIB_CM_RX_DEAD;
+	list_move_tail(&rx->node, &priv->cm_dead);
+	ipoib_cm_schedule_reap(priv);
+}
+
+/* Stop receiving on a passive connection (process context). */
+static void ipoib_cm_rx_error(struct ipoib_cm_rx *rx)
+{
+	struct ipoib_dev_priv *priv = rx->priv;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	spin_lock_irq(&priv->lock);
+	if (rx->state != IPOIB_CM_RX_LIVE) {
+		spin_unlock_irq(&priv->lock);
+		return;
+	}
+	rx->state = IPOIB_CM_RX_ERROR;
+	spin_unlock_irq(&priv->lock);
+
+	if (ib_modify_qp(rx->qp, &attr, IB_QP_STATE))
+		netdev_warn(priv->dev, "cannot move a connection's QP to ERR\n");
+
+	/* without an SRQ the flushed receives are counted in NAPI */
+	spin_lock_irq(&priv->lock);
+	if (!priv->srq && !rx->posted && rx->state == IPOIB_CM_RX_ERROR)
+		ipoib_cm_rx_dead(priv, rx);
+	spin_unlock_irq(&priv->lock);
+}
+
+static void ipoib_cm_rx_event(struct ib_event *ev, void *ctx)
+{
+	struct ipoib_cm_rx *rx = ctx;
+	struct ipoib_dev_priv *priv = rx->priv;
+	unsigned long flags;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		/* data before the RTU: the connection is established */
+		ib_cm_notify(rx->id, IB_EVENT_COMM_EST);
+		break;
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		spin_lock_irqsave(&priv->lock, flags);
+		if (rx->state == IPOIB_CM_RX_ERROR) {
+			rx->state = IPOIB_CM_RX_FLUSH;
+			list_move_tail(&rx->node, &priv->cm_flush);
+			ipoib_cm_start_drain(priv);
+		}
+		spin_unlock_irqrestore(&priv->lock, flags);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Destroy passive connections whose last completion was seen. */
+static void ipoib_cm_reap_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   cm_reap_work);
+	struct ipoib_cm_rx *rx, *tmp;
+	LIST_HEAD(dead);
+
+	/* stop and the stale scan hold the mutex while they use an rx */
+	mutex_lock(&priv->cm_mutex);
+	spin_lock_irq(&priv->lock);
+	list_splice_init(&priv->cm_dead, &dead);
+	spin_unlock_irq(&priv->lock);
+
+	list_for_each_entry_safe(rx, tmp, &dead, node) {
+		/* sends DREQ (or REJ) to the peer if it still thinks we are up */
+		ib_destroy_cm_id(rx->id);
+		ib_destroy_qp(rx->qp);
+		ipoib_cm_free_ring(priv, rx->ring);
+		spin_lock_irq(&priv->lock);
+		if (!priv->srq)
+			priv->cm_nonsrq--;
+		spin_unlock_irq(&priv->lock);
+		kfree(rx);
+	}
+	mutex_unlock(&priv->cm_mutex);
+}
+
+/* Connections idle for long (or broken) are closed; peers reconnect. */
+static void ipoib_cm_stale_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   cm_stale_work.work);
+	struct ipoib_cm_rx *rx, *stale = NULL;
+	bool more;
+
+	mutex_lock(&priv->cm_mutex);
+	do {
+		stale = NULL;
+		spin_lock_irq(&priv->lock);
+		list_for_each_entry(rx, &priv->cm_passive, node) {
+			if (rx->state == IPOIB_CM_RX_LIVE &&
+			    (rx->failed ||
+			     time_after(jiffies, READ_ONCE(rx->last_active) +
+					IPOIB_CM_RX_TIMEOUT))) {
+				stale = rx;
+				break;
+			}
+		}
+		more = !list_empty(&priv->cm_passive);
+		spin_unlock_irq(&priv->lock);
+		if (stale)
+			ipoib_cm_rx_error(stale);
+	} while (stale);
+	mutex_unlock(&priv->cm_mutex);
+	if (more)
+		queue_delayed_work(ipoib_wq, &priv->cm_stale_work,
+				   IPOIB_CM_RX_SCAN);
+}
+
+static int ipoib_cm_modify(struct ib_cm_id *id, struct ib_qp *qp,
+			   enum ib_qp_state state, u32 rq_psn)
+{
+	struct ib_qp_attr attr = { .qp_state = state };
+	int mask, ret;
+
+	ret = ib_cm_init_qp_attr(id, &attr, &mask);
+	if (ret)
+		return ret;
+	if (state == IB_QPS_RTR && rq_psn != U32_MAX)
+		attr.rq_psn = rq_psn;
+	return ib_modify_qp(qp, &attr, mask);
+}
+
+/* A peer asks to connect (CM thread; may sleep). Non-zero: REJ. */
+static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	struct ipoib_dev_priv *priv = id->context;
+	struct ib_qp_init_attr init = {
+		.event_handler = ipoib_cm_rx_event,
+		.send_cq = priv->cq,
+		.recv_cq = priv->cq,
+		.srq = priv->srq,
+		.cap = {
+			.max_send_wr = 1,	/* the drain WR */
+			.max_send_sge = 1,
+		},
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	struct ipoib_cm_data data = {
+		.qpn = cpu_to_be32(priv->qp->qp_num),
+		.mtu = cpu_to_be32(IPOIB_CM_BUF),
+	};
+	struct ib_cm_rep_param rep = {
+		.private_data = &data,
+		.private_data_len = sizeof(data),
+		.rnr_retry_count = 7,	/* an empty SRQ is no reason to die */
+		.srq = !!priv->srq,
+	};
+	struct ipoib_cm_rx *rx;
+	u32 psn;
+	int ret;
+
+	if (!priv->srq) {
+		spin_lock_irq(&priv->lock);
+		if (priv->cm_nonsrq >= priv->cm_nonsrq_max) {
+			spin_unlock_irq(&priv->lock);
+			ipoib_dbg(priv, "refusing a connection: %u without SRQ already (max_nonsrq_conn_qp)\n",
+				  priv->cm_nonsrq);
+			ib_send_cm_rej(id, IB_CM_REJ_NO_QP, NULL, 0, NULL, 0);
+			return -EINVAL;
+		}
+		priv->cm_nonsrq++;
+		spin_unlock_irq(&priv->lock);
+	} else {
+		mutex_lock(&priv->cm_mutex);
+		ret = priv->srq_filled ? 0 : ipoib_cm_fill_ring(priv, NULL);
+		if (!ret)
+			priv->srq_filled = true;
+		mutex_unlock(&priv->cm_mutex);
+		if (ret)
+			return ret;
+	}
+
+	rx = kzalloc(sizeof(*rx), GFP_KERNEL);
+	if (!rx) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+	rx->priv = priv;
+	rx->id = id;
+	rx->state = IPOIB_CM_RX_LIVE;
+	rx->last_active = jiffies;
+	if (!priv->srq) {
+		init.cap.max_recv_wr = priv->rx_size;
+		init.cap.max_recv_sge = IPOIB_CM_SGE;
+		rx->ring = kvcalloc(priv->rx_size, sizeof(*rx->ring),
+				    GFP_KERNEL);
+		if (!rx->ring) {
+			ret = -ENOMEM;
+			goto err_free_rx;
+		}
+	}
+	init.qp_context = rx;
+	rx->qp = ib_create_qp(priv->pd, &init);
+	if (IS_ERR(rx->qp)) {
+		ret = PTR_ERR(rx->qp);
+		goto err_free_ring;
+	}
+
+	/* RTR before the REP: an in-tree peer sends data before its RTU */
+	psn = get_random_u32() & 0xffffff;
+	ret = ipoib_cm_modify(id, rx->qp, IB_QPS_INIT, U32_MAX);
+	if (!ret)
+		ret = ipoib_cm_modify(id, rx->qp, IB_QPS_RTR, psn);
+	if (ret)
+		goto err_destroy_qp;
+	/* only the drain WR is ever sent; RTS is a courtesy to the HCA */
+	ipoib_cm_modify(id, rx->qp, IB_QPS_RTS, U32_MAX);
+	if (!priv->srq) {
+		ret = ipoib_cm_fill_ring(priv, rx);
+		if (ret)
+			goto err_destroy_qp;
+	}
+
+	spin_lock_irq(&priv->lock);
+	list_add_tail(&rx->node, &priv->cm_passive);
+	spin_unlock_irq(&priv->lock);
+	id->context = rx;
+	queue_delayed_work(ipoib_wq, &priv->cm_stale_work, IPOIB_CM_RX_SCAN);
+
+	rep.qp_num = rx->qp->qp_num;
+	rep.starting_psn = psn;
+	ret = ib_send_cm_rep(id, &rep);
+	if (ret) {
+		netdev_warn(priv->dev, "cannot accept a connection: REP failed: %d\n",
+			    ret);
+		ipoib_cm_rx_error(rx);
+	}
+	ipoib_dbg(priv, "accepted a connection from QPN 0x%06x\n",
+		  ev->param.req_rcvd.remote_qpn);
+	return 0;
+
+err_destroy_qp:
+	ib_destroy_qp(rx->qp);
+err_free_ring:
+	ipoib_cm_free_ring(priv, rx->ring);
+err_free_rx:
+	kfree(rx);
+err_count:
+	if (!priv->srq) {
+		spin_lock_irq(&priv->lock);
+		priv->cm_nonsrq--;
+		spin_unlock_irq(&priv->lock);
+	}
+	return ret;
+}
+
+static int ipoib_cm_rx_handler(struct ib_cm_id *id,
+			       const struct ib_cm_event *ev)
+{
+	struct ipoib_cm_rx *rx;
+
+	if (ev->event == IB_CM_REQ_RECEIVED)
+		return ipoib_cm_req(id, ev);
+
+	rx = id->context;
+	switch (ev->event) {
+	case IB_CM_DREQ_RECEIVED:
+		ib_send_cm_drep(id, NULL, 0);
+		ipoib_cm_rx_error(rx);
+		break;
+	case IB_CM_REJ_RECEIVED:	/* the peer refused our REP */
+		ipoib_cm_rx_error(rx);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int ipoib_cm_start(struct ipoib_dev_priv *priv)
+{
+	struct ib_cm_id *id;
+	int ret;
+
+	ASSERT_RTNL();
+	id = ib_create_cm_id(priv->ca, ipoib_cm_rx_handler, priv);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	ret = ib_cm_listen(id, cpu_to_be64(IPOIB_CM_SERVICE_ID |
+					    priv->qp->qp_num));
+	if (ret) {
+		ib_destroy_cm_id(id);
+		return ret;
+	}
+	priv->cm_listen = id;
+	return 0;
+}
+
+/*
+ * Interface down: no new connections, every passive one to ERR, and wait
+ * (NAPI still runs) until each is drained and destroyed.
+ */
+void ipoib_cm_stop(struct ipoib_dev_priv *priv)
+{
+	unsigned long deadline = jiffies + 5 * HZ;
+	struct ipoib_cm_rx *rx;
+	bool busy;
+
+	ASSERT_RTNL();
+	if (priv->cm_listen) {
+		ib_destroy_cm_id(priv->cm_listen);
+		priv->cm_listen = NULL;
+	}
+	cancel_delayed_work_sync(&priv->cm_stale_work);
+
+	/* the mutex keeps the reaper from freeing rx under our feet */
+	mutex_lock(&priv->cm_mutex);
+	for (;;) {
+		struct ipoib_cm_rx *live = NULL;
+
+		spin_lock_irq(&priv->lock);
+		list_for_each_entry(rx, &priv->cm_passive, node) {
+			if (rx->state == IPOIB_CM_RX_LIVE) {
+				live = rx;
+				break;
+			}
+		}
+		spin_unlock_irq(&priv->lock);
+		if (!live)
+			break;
+		ipoib_cm_rx_error(live);
+	}
+	mutex_unlock(&priv->cm_mutex);
+
+	for (;;) {
+		flush_work(&priv->cm_reap_work);
+		spin_lock_irq(&priv->lock);
+		busy = !list_empty(&priv->cm_passive) ||
+		       !list_empty(&priv->cm_flush) ||
+		       !list_empty(&priv->cm_drain) ||
+		       !list_empty(&priv->cm_dead);
+		if (busy && time_after(jiffies, deadline)) {
+			netdev_warn(priv->dev, "connections not drained after 5s: destroying them\n");
+			list_splice_init(&priv->cm_passive, &priv->cm_dead);
+			list_splice_init(&priv->cm_flush, &priv->cm_dead);
+			list_splice_init(&priv->cm_drain, &priv->cm_dead);
+			priv->cm_draining = false;
+			spin_unlock_irq(&priv->lock);
+			ipoib_cm_reap_work(&priv->cm_reap_work);
+			break;
+		}
+		spin_unlock_irq(&priv->lock);
+		if (!busy)
+			break;
+		usleep_range(1000, 2000);
+	}
+}
+
+/* ---- completions (NAPI) ---- */
+
+static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+{
+	struct ipoib_cm_rx *rx = wc->qp->qp_context;
+	unsigned int i = wc->wr_id & IPOIB_CM_SLOT_MASK;
+	struct page *pages[IPOIB_CM_FRAGS];
+	u64 maps[IPOIB_CM_SGE];
+	struct ipoib_cm_rx_buf *buf;
+	struct sk_buff *skb, *fresh;
+	unsigned int len, used, j;
+
+	if (i >= priv->rx_size) {
+		netdev_warn_once(priv->dev, "CM receive with wr_id 0x%llx\n",
+				 wc->wr_id);
+		return;
+	}
+	buf = priv->srq ? &priv->srq_ring[i] : &rx->ring[i];
+	if (!priv->srq)
+		rx->posted--;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			priv->dev->stats.rx_errors++;
+			rx->failed = true;
+			mod_delayed_work(ipoib_wq, &priv->cm_stale_work, 0);
+		}
+		if (priv->srq) {
+			/* the SRQ lives on: give the buffer back */
+			ipoib_cm_post_rx(priv, NULL, i);
+		} else if (!rx->posted) {
+			spin_lock(&priv->lock);
+			if (rx->state == IPOIB_CM_RX_ERROR)
+				ipoib_cm_rx_dead(priv, rx);
+			spin_unlock(&priv->lock);
+		}
+		return;
+	}
+
+	if (time_after(jiffies, rx->last_active + HZ))
+		WRITE_ONCE(rx->last_active, jiffies);
+	len = wc->byte_len;
+	if (len < IPOIB_ENCAP_LEN) {
+		priv->dev->stats.rx_length_errors++;
+		goto repost;
+	}
+
+	if (len < IPOIB_CM_COPYBREAK) {
+		skb = napi_alloc_skb(&priv->napi, len);
+		if (!skb)
+			goto drop;
+		ib_dma_sync_single_for_cpu(priv->ca, buf->mapping[0], len,
+					   DMA_FROM_DEVICE);
+		skb_put_data(skb, buf->skb->data, len);
+		ib_dma_sync_single_for_device(priv->ca, buf->mapping[0], len,
+					      DMA_FROM_DEVICE);
+		goto deliver;
+	}
+
+	/* replacements first: on failure the old buffer goes back whole */
+	used = len > IPOIB_CM_HEAD ?
+	       DIV_ROUND_UP(len - IPOIB_CM_HEAD, PAGE_SIZE) : 0;
+	fresh = ipoib_cm_alloc_head(priv, &maps[0], GFP_ATOMIC);
+	if (!fresh)
+		goto drop;
+	for (j = 0; j < used; j++) {
+		pages[j] = ipoib_cm_alloc_page(priv, &maps[j + 1], GFP_ATOMIC);
+		if (!pages[j])
+			goto drop_fresh;
+	}
+
+	skb = buf->skb;
+	ib_dma_unmap_single(priv->ca, buf->mapping[0], IPOIB_CM_HEAD,
+			    DMA_FROM_DEVICE);
+	skb_put(skb, min_t(unsigned int, len, IPOIB_CM_HEAD));
+	len -= skb->len;
+	for (j = 0; j < used; j++) {
+		ib_dma_unmap_page(priv->ca, buf->mapping[j + 1], PAGE_SIZE,
+				  DMA_FROM_DEVICE);
+		skb_add_rx_frag(skb, j, buf->pages[j], 0,
+				min_t(unsigned int, len, PAGE_SIZE), PAGE_SIZE);
+		len -= min_t(unsigned int, len, PAGE_SIZE);
+		buf->pages[j] = pages[j];
+		buf->mapping[j + 1] = maps[j + 1];
+	}
+	buf->skb = fresh;
+	buf->mapping[0] = maps[0];
+
+deliver:
+	ipoib_cm_post_rx(priv, priv->srq ? NULL : rx, i);
+	skb->pkt_type = PACKET_HOST;
+	ipoib_rx_deliver(priv, skb);
+	return;
+
+drop_fresh:
+	while (j--) {
+		ib_dma_unmap_page(priv->ca, maps[j + 1], PAGE_SIZE,
+				  DMA_FROM_DEVICE);
+		__free_page(pages[j]);
+	}
+	ib_dma_unmap_single(priv->ca, maps[0], IPOIB_CM_HEAD, DMA_FROM_DEVICE);
+	dev_kfree_skb_any(fresh);
+drop:
+	priv->dev->stats.rx_dropped++;
+repost:
+	ipoib_cm_post_rx(priv, priv->srq ? NULL : rx, i);
+}
+
+static void ipoib_cm_tx_close(struct ipoib_cm_tx *tx, bool later);
+
+void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+{
+	struct ipoib_cm_tx *tx;
+	unsigned int i;
+
+	if (wc->wr_id & IPOIB_OP_RECV) {
+		ipoib_cm_handle_rx(priv, wc);
+		return;
+	}
+	if (wc->wr_id == IPOIB_CM_DRAIN) {
+		struct ipoib_cm_rx *rx, *tmp;
+
+		spin_lock(&priv->lock);
+		list_for_each_entry_safe(rx, tmp, &priv->cm_drain, node)
+			ipoib_cm_rx_dead(priv, rx);
+		priv->cm_draining = false;
+		ipoib_cm_start_drain(priv);
+		spin_unlock(&priv->lock);
+		return;
+	}
+
+	tx = wc->qp->qp_context;
+	i = wc->wr_id & IPOIB_CM_SLOT_MASK;
+	if (i >= priv->tx_size) {
+		netdev_warn_once(priv->dev, "CM send with wr_id 0x%llx\n",
+				 wc->wr_id);
+		return;
+	}
+	ipoib_tx_done(priv, &tx->ring[i], wc->status);
+	/* pairs with the acquire in ipoib_cm_tx_teardown() */
+	smp_store_release(&tx->tail, tx->tail + 1);
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
+		ipoib_dbg(priv, "connection to QPN 0x%06x failed: %s\n",
+			  tx->qpn, ib_wc_status_msg(wc->status));
+		ipoib_cm_tx_close(tx, false);
+	}
+}
+
+/* ---- active side ---- */
+
+/* Connected mode only carries unicast IP to peers that accept RC. */
+bool ipoib_cm_wanted(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+		     const u8 *daddr)
+{
+	__be16 proto = ((struct ipoib_header *)skb->data)->proto;
+
+	return READ_ONCE(priv->cm_mode) && (daddr[0] & IPOIB_FLAGS_RC) &&
+	       (proto == htons(ETH_P_IP) || proto == htons(ETH_P_IPV6));
+}
+
+/*
+ * Close a connection from any context. "later": the peer refused or did
+ * not answer, so UD carries the traffic for a while (backoff).
+ */
+static void ipoib_cm_tx_close(struct ipoib_cm_tx *tx, bool later)
+{
+	struct ipoib_dev_priv *priv = tx->priv;
+	unsigned long flags;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (tx->state == IPOIB_CM_TX_CONNECTING ||
+	    tx->state == IPOIB_CM_TX_UP) {
+		tx->state = IPOIB_CM_TX_CLOSING;
+		tx->retry_later = later;
+		if (later) {
+			tx->retry_after = jiffies + tx->backoff * HZ;
+			tx->backoff = min(tx->backoff * 2, IPOIB_CM_MAX_BACKOFF);
+		}
+		queue_work(ipoib_wq, &tx->work);
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+}
+
+static void ipoib_cm_tx_event(struct ib_event *ev, void *ctx)
+{
+}
+
+static int ipoib_cm_tx_handler(struct ib_cm_id *id,
+			       const struct ib_cm_event *ev);
+
+/* Release what one connection attempt created (process context). */
+static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
+{
+	struct ipoib_dev_priv *priv = tx->priv;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	unsigned long deadline = jiffies + 5 * HZ;
+	unsigned int i;
+
+	/* first: no more CM events (DREQ or REJ goes to the peer) */
+	if (tx->id) {
+		ib_destroy_cm_id(tx->id);
+		tx->id = NULL;
+	}
+	if (tx->qp) {
+		ib_modify_qp(tx->qp, &attr, IB_QP_STATE);
+		/* NAPI reaps the flushed sends; then no CQE names the QP */
+		while (smp_load_acquire(&tx->tail) != READ_ONCE(tx->head)) {
+			if (time_after(jiffies, deadline)) {
+				netdev_warn(priv->dev, "%u sends to QPN 0x%06x not flushed after 5s\n",
+					    tx->head - tx->tail, tx->qpn);
+				break;
+			}
+			usleep_range(1000, 2000);
+		}
+		ib_destroy_qp(tx->qp);
+		tx->qp = NULL;
+	}
+	if (tx->ring) {
+		for (i = 0; i < priv->tx_size; i++)
+			if (tx->ring[i].skb)
+				ipoib_tx_done(priv, &tx->ring[i],
+					      IB_WC_WR_FLUSH_ERR);
+		kvfree(tx->ring);
+		tx->ring = NULL;
+	}
+	tx->head = 0;
+	tx->tail = 0;
+}
+
+/* Create the QP and send the REQ (tx work; may sleep). */
+static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
+{
+	struct ipoib_dev_priv *priv = tx->priv;
+	struct ib_qp_init_attr init = {
+		.event_handler = ipoib_cm_tx_event,
+		.qp_context = tx,
+		.send_cq = priv->cq,
+		.recv_cq = priv->cq,
+		.srq = priv->srq,
+		.cap = {
+			.max_send_wr = priv->tx_size,
+			.max_send_sge = priv->max_send_sge,
+			.max_recv_wr = priv->srq ? 0 : 1,
+			.max_recv_sge = 1,
+		},
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.pkey_index = priv->pkey_index,
+		.port_num = priv->port,
+	};
+	struct ipoib_cm_data data = {
+		.qpn = cpu_to_be32(priv->qp->qp_num),
+		.mtu = cpu_to_be32(IPOIB_CM_BUF),
+	};
+	struct ib_cm_req_param req = {
+		.service_id = cpu_to_be64(IPOIB_CM_SERVICE_ID | tx->qpn),
+		.qp_type = IB_QPT_RC,
+		.private_data = &data,
+		.private_data_len = sizeof(data),
+		.responder_resources = 4,
+		.remote_cm_response_timeout = 20,
+		.local_cm_response_timeout = 20,
+		.rnr_retry_count = 7,
+		.max_cm_retries = 15,
+		.srq = !!priv->srq,
+	};
+	struct sa_path_rec rec;
+	int ret;
+
+	tx->ring = kvcalloc(priv->tx_size, sizeof(*tx->ring), GFP_KERNEL);
+	if (!tx->ring)
+		return -ENOMEM;
+	tx->qp = ib_create_qp(priv->pd, &init);
+	if (IS_ERR(tx->qp)) {
+		ret = PTR_ERR(tx->qp);
+		tx->qp = NULL;
+		return ret;
+	}
+	tx->id = ib_create_cm_id(priv->ca, ipoib_cm_tx_handler, tx);
+	if (IS_ERR(tx->id)) {
+		ret = PTR_ERR(tx->id);
+		tx->id = NULL;
+		return ret;
+	}
+	ret = ib_modify_qp(tx->qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+
+	spin_lock_irq(&priv->lock);
+	rec = tx->path->rec;
+	spin_unlock_irq(&priv->lock);
+	req.primary_path = &rec;
+	req.qp_num = tx->qp->qp_num;
+	return ib_send_cm_req(tx->id, &req);
+}
+
+static void ipoib_cm_tx_work(struct work_struct *work)
+{
+	struct ipoib_cm_tx *tx = container_of(work, struct ipoib_cm_tx, work);
+	struct ipoib_dev_priv *priv = tx->priv;
+	struct sk_buff_head queue;
+	enum ipoib_cm_tx_state state;
+	int ret;
+
+	__skb_queue_head_init(&queue);
+	spin_lock_irq(&priv->lock);
+	state = tx->state;
+	spin_unlock_irq(&priv->lock);
+
+	if (state == IPOIB_CM_TX_CLOSING) {
+		ipoib_cm_tx_teardown(tx);
+		spin_lock_irq(&priv->lock);
+		if (tx->state == IPOIB_CM_TX_CLOSING) {
+			tx->state = IPOIB_CM_TX_IDLE;
+			/* packets waited for this connection: connect again or UD */
+			if (!skb_queue_empty(&tx->queue)) {
+				if (tx->retry_later)
+					skb_queue_splice_init(&tx->queue, &queue);
+				else
+					tx->state = IPOIB_CM_TX_CONNECTING;
+			}
+		}
+		state = tx->state;
+		spin_unlock_irq(&priv->lock);
+		ipoib_release_queue(priv, &queue, true);
+	}
+
+	if (state != IPOIB_CM_TX_CONNECTING || tx->qp)
+		return;
+	ret = ipoib_cm_tx_connect(tx);
+	if (ret) {
+		ipoib_dbg(priv, "cannot connect to QPN 0x%06x: %d\n", tx->qpn,
+			  ret);
+		ipoib_cm_tx_close(tx, true);
+	}
+}
+
+/* The peer accepted: bring our QP up, confirm, send what waited. */
+static void ipoib_cm_rep(struct ipoib_cm_tx *tx, const struct ib_cm_event *ev)
+{
+	struct ipoib_dev_priv *priv = tx->priv;
+	const struct ipoib_cm_data *data = ev->private_data;
+	struct sk_buff_head queue;
+	unsigned int mtu = be32_to_cpu(data->mtu);
+	int ret = -EINVAL;
+
+	if (mtu > IPOIB_ENCAP_LEN) {
+		ret = ipoib_cm_modify(tx->id, tx->qp, IB_QPS_RTR, U32_MAX);
+		if (!ret)
+			ret = ipoib_cm_modify(tx->id, tx->qp, IB_QPS_RTS,
+					      U32_MAX);
+	}
+	if (ret) {
+		netdev_warn(priv->dev, "connection to QPN 0x%06x: bad REP (MTU %u) or QP error %d\n",
+			    tx->qpn, mtu, ret);
+		ib_send_cm_rej(tx->id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+			       NULL, 0);
+		ipoib_cm_tx_close(tx, true);
+		return;
+	}
+	ib_send_cm_rtu(tx->id, NULL, 0);
+
+	__skb_queue_head_init(&queue);
+	spin_lock_irq(&priv->lock);
+	if (tx->state == IPOIB_CM_TX_CONNECTING) {
+		tx->mtu = min_t(unsigned int, mtu, IPOIB_CM_BUF);
+		tx->state = IPOIB_CM_TX_UP;
+		tx->backoff = 1;
+		tx->retry_later = false;
+		skb_queue_splice_init(&tx->queue, &queue);
+	}
+	spin_unlock_irq(&priv->lock);
+	ipoib_dbg(priv, "connected to QPN 0x%06x, MTU %u\n", tx->qpn, mtu);
+	ipoib_release_queue(priv, &queue, true);
+}
+
+static int ipoib_cm_tx_handler(struct ib_cm_id *id,
+			       const struct ib_cm_event *ev)
+{
+	struct ipoib_cm_tx *tx = id->context;
+
+	switch (ev->event) {
+	case IB_CM_REP_RECEIVED:
+		ipoib_cm_rep(tx, ev);
+		break;
+	case IB_CM_REQ_ERROR:
+	case IB_CM_REJ_RECEIVED:
+		ipoib_dbg(tx->priv, "QPN 0x%06x refused or did not answer (%s): datagram for %us\n",
+			  tx->qpn, ev->event == IB_CM_REJ_RECEIVED ?
+			  ibcm_reject_msg(ev->param.rej_rcvd.reason) :
+			  "timeout", tx->backoff);
+		ipoib_cm_tx_close(tx, true);
+		break;
+	case IB_CM_DREQ_RECEIVED:
+		ib_send_cm_drep(id, NULL, 0);
+		ipoib_cm_tx_close(tx, false);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Post one packet on an established connection; tx lock and priv->lock. */
+static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
+			  struct sk_buff *skb)
+{
+	unsigned int i = tx->head & (priv->tx_size - 1);
+	struct ipoib_tx_buf *buf = &tx->ring[i];
+	struct ib_sge sge[IPOIB_MAX_TX_SGE];
+	struct ib_send_wr wr = {
+		.wr_id = IPOIB_OP_CM | i,
+		.sg_list = sge,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	skb_orphan(skb);
+	skb_dst_drop(skb);
+	buf->skb = skb;
+	ret = ipoib_map_tx(priv, buf, sge);
+	if (ret < 0)
+		goto err_drop;
+	wr.num_sge = ret;
+	ret = ib_post_send(tx->qp, &wr, NULL);
+	if (ret) {
+		ipoib_unmap_tx(priv, buf);
+		goto err_drop;
+	}
+	tx->head++;
+	ipoib_tx_sent(priv);
+	return;
+
+err_drop:
+	buf->skb = NULL;
+	priv->dev->stats.tx_errors++;
+	dev_kfree_skb_any(skb);
+}
+
+/*
+ * Unicast IP to a CM-capable peer on a resolved path, priv->lock held.
+ * Returns 0 when the packet was taken (sent, queued or dropped), 1 when
+ * it should go over UD, -EMSGSIZE (with *mtu) when it is too big for the
+ * connection.
+ */
+int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
+		  struct sk_buff *skb, u32 qpn, unsigned int *mtu)
+{
+	struct ipoib_cm_tx *tx;
+
+	lockdep_assert_held(&priv->lock);
+	list_for_each_entry(tx, &path->cm_tx, node)
+		if (tx->qpn == qpn)
+			goto found;
+	tx = kzalloc(sizeof(*tx), GFP_ATOMIC);
+	if (!tx)
+		return 1;
+	tx->priv = priv;
+	tx->path = path;
+	tx->qpn = qpn;
+	tx->backoff = 1;
+	tx->state = IPOIB_CM_TX_IDLE;
+	skb_queue_head_init(&tx->queue);
+	INIT_WORK(&tx->work, ipoib_cm_tx_work);
+	list_add_tail(&tx->node, &path->cm_tx);
+
+found:
+	switch (tx->state) {
+	case IPOIB_CM_TX_UP:
+		if (skb->len > tx->mtu) {
+			*mtu = tx->mtu - IPOIB_ENCAP_LEN;
+			return -EMSGSIZE;
+		}
+		ipoib_cm_send(priv, tx, skb);
+		return 0;
+	case IPOIB_CM_TX_IDLE:
+		if (tx->retry_later && time_before(jiffies, tx->retry_after))
+			return 1;
+		tx->state = IPOIB_CM_TX_CONNECTING;
+		queue_work(ipoib_wq, &tx->work);
+		fallthrough;
+	default:
+		/* connecting, or closing before reconnecting: wait a little */
+		if (!ipoib_park(&tx->queue, IPOIB_MAX_PATH_QUEUE, skb))
+			ipoib_drop(priv, skb);
+		return 0;
+	}
+}
+
+/*
+ * The path goes (flush or collection; it is no longer in the table, so
+ * xmit cannot find it): close and free its connections. Process context.
+ */
+void ipoib_cm_path_release(struct ipoib_path *path)
+{
+	struct ipoib_dev_priv *priv = path->priv;
+	struct ipoib_cm_tx *tx, *tmp;
+
+	list_for_each_entry_safe(tx, tmp, &path->cm_tx, node) {
+		spin_lock_irq(&priv->lock);
+		tx->state = IPOIB_CM_TX_DYING;	/* nobody queues work now */
+		spin_unlock_irq(&priv->lock);
+		cancel_work_sync(&tx->work);
+		ipoib_cm_tx_teardown(tx);
+		ipoib_release_queue(priv, &tx->queue, false);
+		list_del(&tx->node);
+		kfree(tx);
+	}
+}
+
+/*
+ * A packet bigger than the way it has to take (UD, or the connection's
+ * limit): drop it and tell the sender the MTU, as in-tree does, so that
+ * TCP shrinks its segments for this destination. skb at the IPoIB header.
+ */
+void ipoib_too_big(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+		   unsigned int mtu)
+{
+	__be16 proto = ((struct ipoib_header *)skb->data)->proto;
+
+	if (proto == htons(ETH_P_IP))
+		icmp_ndo_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED,
+			      htonl(mtu));
+	else if (proto == htons(ETH_P_IPV6))
+		icmpv6_ndo_send(skb, ICMPV6_PKT_TOOBIG, 0, mtu);
+	priv->dev->stats.tx_errors++;
+	ipoib_drop(priv, skb);
+}
+
+/* Datagram <-> connected (rtnl): MTU follows, paths (and connections) go. */
+int ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected)
+{
+	struct net_device *dev = priv->dev;
+
+	ASSERT_RTNL();
+	if (priv->cm_mode == connected)
+		return 0;
+	WRITE_ONCE(priv->cm_mode, connected);
+	if (connected)
+		dev_set_mtu(dev, IPOIB_CM_MTU);
+	else
+		dev_set_mtu(dev, min_t(unsigned int, dev->mtu,
+				       priv->mcast_mtu));
+	ipoib_flush_paths(priv);
+	ipoib_dbg(priv, "%s mode, MTU %u\n",
+		  connected ? "connected" : "datagram", dev->mtu);
+	return 0;
+}
+
+void ipoib_cm_init(struct ipoib_dev_priv *priv)
+{
+	mutex_init(&priv->cm_mutex);
+	INIT_LIST_HEAD(&priv->cm_passive);
+	INIT_LIST_HEAD(&priv->cm_flush);
+	INIT_LIST_HEAD(&priv->cm_drain);
+	INIT_LIST_HEAD(&priv->cm_dead);
+	INIT_WORK(&priv->cm_reap_work, ipoib_cm_reap_work);
+	INIT_DELAYED_WORK(&priv->cm_stale_work, ipoib_cm_stale_work);
+}
