@@ -422,8 +422,16 @@ static int ipoib_cm_modify(struct ib_cm_id *id, struct ib_qp *qp,
 	ret = ib_cm_init_qp_attr(id, &attr, &mask);
 	if (ret)
 		return ret;
-	if (state == IB_QPS_RTR && rq_psn != U32_MAX)
+	if (state == IB_QPS_RTR && rq_psn != U32_MAX) {
 		attr.rq_psn = rq_psn;
+		/*
+		 * The CM asks for 655 ms (encoding 0) between RNR retries; as we
+		 * let senders retry RNR, a briefly empty queue must cost them
+		 * about a millisecond, not most of a second.
+		 */
+		attr.min_rnr_timer = IB_RNR_TIMER_001_28;
+		mask |= IB_QP_MIN_RNR_TIMER;
+	}
 	return ib_modify_qp(qp, &attr, mask);
 }
 
@@ -665,6 +673,7 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	struct ipoib_cm_rx_buf *buf;
 	struct sk_buff *skb, *fresh;
 	unsigned int len, used, j;
+	unsigned long flags;
 
 	if (i >= priv->rx_size) {
 		netdev_warn_once(priv->dev, "CM receive with wr_id 0x%llx\n",
@@ -685,10 +694,10 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 			/* the SRQ lives on: give the buffer back */
 			ipoib_cm_post_rx(priv, NULL, i);
 		} else if (!rx->posted) {
-			spin_lock(&priv->lock);
+			spin_lock_irqsave(&priv->lock, flags);
 			if (rx->state == IPOIB_CM_RX_ERROR)
 				ipoib_cm_rx_dead(priv, rx);
-			spin_unlock(&priv->lock);
+			spin_unlock_irqrestore(&priv->lock, flags);
 		}
 		return;
 	}
@@ -775,13 +784,15 @@ void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	}
 	if (wc->wr_id == IPOIB_CM_DRAIN) {
 		struct ipoib_cm_rx *rx, *tmp;
+		unsigned long flags;
 
-		spin_lock(&priv->lock);
+		/* QP events may come from hard IRQ on real HCAs */
+		spin_lock_irqsave(&priv->lock, flags);
 		list_for_each_entry_safe(rx, tmp, &priv->cm_drain, node)
 			ipoib_cm_rx_dead(priv, rx);
 		priv->cm_draining = false;
 		ipoib_cm_start_drain(priv);
-		spin_unlock(&priv->lock);
+		spin_unlock_irqrestore(&priv->lock, flags);
 		return;
 	}
 

@@ -621,6 +621,8 @@ void ipoib_setup(struct net_device *dev)
 	dev->hard_header_len = IPOIB_HARD_LEN;
 	dev->flags = IFF_BROADCAST | IFF_MULTICAST;
 	dev->features = NETIF_F_VLAN_CHALLENGED | NETIF_F_HIGHDMA;
+	/* ICMP "too big" (connected mode) needs the route of the packet */
+	netif_keep_dst(dev);
 	dev->min_mtu = IPOIB_MIN_MTU;
 	dev->mtu = IPOIB_UD_MTU(2048);
 	dev->watchdog_timeo = HZ;

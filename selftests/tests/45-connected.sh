@@ -1,17 +1,31 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
-# timeout: 180
+# timeout: 300
 #
 # Connected mode (RC over ib_cm) across the softib fabric: both ends
-# switched to connected, MTU 65520, pings up to 65000 bytes and a 10 s
-# iperf3 TCP stream, carried by RC QPs.
+# switched to connected, MTU 65520, pings up to 65000 bytes, a 10 s
+# iperf3 TCP stream and 60000-byte UDP datagrams, carried by RC QPs;
+# DF packets too big for UD (multicast) get ICMP "frag needed" with the
+# datagram MTU; one end connected and the other datagram; switching the
+# mode back and forth while a stream runs.
 
 source "$(dirname "$0")/../lib.sh"
 
-require_cmd iperf3 ping
+require_cmd iperf3 ping python3
 
-ktap_header 5
+# udp_loss CLIENT_NS SERVER_NS ADDR: 5 s of 60000-byte UDP datagrams;
+# prints "received lost%", fails if nothing arrived
+udp_loss() {
+	local out
+
+	ip netns exec "$2" iperf3 -s -1 -D -B "$3" >/dev/null 2>&1 || return 1
+	slowwait 5 ip netns exec "$2" sh -c 'ss -ltn | grep -q :5201' >/dev/null || return 1
+	out=$(ip netns exec "$1" timeout 40 iperf3 -c "$3" -u -l 60000 -b 40M -t 5 -J) || return 1
+	python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print(s["packets"] - s["lost_packets"], int(s["lost_percent"])); sys.exit(s["packets"] - s["lost_packets"] <= 0)' <<<"$out"
+}
+
+ktap_header 9
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -43,5 +57,63 @@ ktap_result $? "RC QPs connected (port 1 has $rcs in RTS)"
 mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 10)
 ktap_result $? "iperf3 TCP 10 s"
 ktap_diag "iperf3 TCP connected mode: ${mbps:-0} Mbit/s"
+
+RET=0
+res=$(udp_loss "$A" "$B" 192.0.2.2)
+check_err $? "no 60000-byte datagram arrived: $res"
+read -r got loss <<<"$res"
+((loss < 50))
+check_err $? "$loss % of the 60000-byte datagrams lost"
+ktap_diag "UDP 60000-byte datagrams: $got received, $loss % lost"
+log_test "UDP with 60000-byte datagrams"
+
+RET=0
+# a peer without connected mode (flag 0x80 clear in its address, as an
+# old stack would announce) is reached over UD: a 4000-byte DF packet
+# cannot go, and the stack must hear why (the datagram MTU, 2044)
+hw=$(ipoib_hwaddr "$B" ib1)
+ip -n "$A" neigh replace 192.0.2.2 lladdr "00${hw:2}" dev ib0 nud permanent
+check_err $? "static neighbour without the CM flag"
+out=$(ip netns exec "$A" ping -c 1 -W 2 -M do -s 4000 192.0.2.2 2>&1)
+grep -q "mtu = 2044" <<<"$out"
+check_err $? "no frag-needed with mtu 2044: $(head -3 <<<"$out" | xargs)"
+ip netns exec "$A" ping -c 1 -W 2 -s 1000 192.0.2.2 >/dev/null
+check_err $? "the UD-only peer does not answer small pings"
+ip -n "$A" neigh del 192.0.2.2 dev ib0
+log_test "DF packet too big for a UD-only peer: ICMP frag needed, mtu 2044"
+
+RET=0
+ip netns exec "$B" sh -c "echo datagram > /sys/class/net/ib1/mode"
+check_err $? "ib1: mode datagram refused"
+mtu=$(ip -n "$B" -o link show ib1 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
+[[ $mtu == 2044 ]]
+check_err $? "ib1 MTU $mtu after switching to datagram"
+for size in 56 1400; do
+	ip netns exec "$A" ping -c 2 -W 3 -s $size 192.0.2.2 >/dev/null
+	check_err $? "connected -> datagram ping -s $size"
+	ip netns exec "$B" ping -c 2 -W 3 -s $size 192.0.2.1 >/dev/null
+	check_err $? "datagram -> connected ping -s $size"
+done
+mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
+check_err $? "iperf3 connected -> datagram"
+ktap_diag "iperf3 TCP connected -> datagram peer: ${mbps:-0} Mbit/s"
+log_test "mixed: one end connected, the other datagram"
+
+RET=0
+ip netns exec "$B" sh -c "echo connected > /sys/class/net/ib1/mode"
+ip netns exec "$B" iperf3 -s -1 -D -B 192.0.2.2 >/dev/null 2>&1
+slowwait 5 ip netns exec "$B" sh -c 'ss -ltn | grep -q :5201' >/dev/null
+ip netns exec "$A" timeout 60 iperf3 -c 192.0.2.2 -t 10 >/dev/null 2>&1 &
+pid=$!
+for m in datagram connected datagram connected datagram connected; do
+	sleep 1
+	ip netns exec "$A" sh -c "echo $m > /sys/class/net/ib0/mode"
+	check_err $? "switch to $m under traffic"
+done
+wait $pid
+check_err $? "iperf3 did not survive the mode switches"
+ip netns exec "$A" ping -c 2 -W 3 -s 9000 192.0.2.2 >/dev/null
+check_err $? "ping -s 9000 after the switches"
+log_test "mode switched six times while a TCP stream runs"
 
 ktap_finish

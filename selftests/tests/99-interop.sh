@@ -1,20 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: none
-# timeout: 300
+# timeout: 600
 #
 # Wire compatibility: the in-tree ib_ipoib on port 1 (netns A) and ours on
 # port 2 (netns B), side by side on one softib fabric. Ours runs as the
 # test-only build ib_ipoib_interop.ko (rtnl kind ipoib_interop, names
 # ibx%d) so both modules can be loaded at once. IPv4/IPv6 ping and
 # iperf3 both ways, on the parents and through pkey children (ours made
-# through sysfs: iproute2 parses "pkey" only for the kind it knows).
+# through sysfs: iproute2 parses "pkey" only for the kind it knows); then
+# connected mode (RC over ib_cm) both ways, and each driver unloaded
+# mid-stream and loaded again while the other reconnects to it.
 
 source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping iperf3
 
-ktap_header 7
+ktap_header 11
 
 ko=$KO_DIR/ib_ipoib_interop.ko
 [[ -e $ko ]] || { ktap_skip "interop" "no ib_ipoib_interop.ko in KO_DIR"; ktap_finish; }
@@ -81,5 +83,75 @@ m2=$(iperf_mbps "$B" "$A" 198.51.100.1 5)
 check_err $? "our child -> in-tree child iperf3"
 ktap_diag "iperf3 TCP children in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
 log_test "children: iperf3 TCP both ways"
+
+# ---- connected mode ----
+RET=0
+ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode" &&
+	ip -n "$A" link set ib0 mtu 65520 &&
+	ip netns exec "$B" sh -c "echo connected > /sys/class/net/ibx1/mode" &&
+	ip -n "$B" link set ibx1 mtu 65520
+check_err $? "connected mode, MTU 65520"
+for size in 56 9000 65000; do
+	ip netns exec "$A" ping -c 2 -W 3 -s $size 192.0.2.2 >/dev/null
+	check_err $? "in-tree -> ours ping -s $size"
+	ip netns exec "$B" ping -c 2 -W 3 -s $size 192.0.2.1 >/dev/null
+	check_err $? "ours -> in-tree ping -s $size"
+done
+rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
+((rcs >= 2))
+check_err $? "$rcs RC QPs in RTS on port 1 (in-tree's side)"
+log_test "connected mode: ping 56/9000/65000 both ways over RC"
+
+RET=0
+m1=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
+check_err $? "in-tree -> ours iperf3"
+m2=$(iperf_mbps "$B" "$A" 192.0.2.1 5)
+check_err $? "ours -> in-tree iperf3"
+ktap_diag "iperf3 TCP connected in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
+log_test "connected mode: iperf3 TCP both ways"
+
+# bring_up NS DEV ADDR: move a fresh parent in, connected, addressed, up
+bring_up() {
+	ip link set "$2" netns "$1" &&
+		ip netns exec "$1" sh -c "echo connected > /sys/class/net/$2/mode" &&
+		ip -n "$1" link set "$2" mtu 65520 &&
+		ip -n "$1" addr add "$3/24" dev "$2" && ip -n "$1" link set "$2" up &&
+		slowwait 20 ipoib_lower_up "$1" "$2"
+}
+# both ends announce new hardware addresses (gratuitous ARP)
+ip netns exec "$A" sysctl -qw net.ipv4.conf.all.arp_notify=1
+ip netns exec "$B" sysctl -qw net.ipv4.conf.all.arp_notify=1
+
+RET=0
+ip netns exec "$A" iperf3 -s -1 -D -B 192.0.2.1 >/dev/null 2>&1
+slowwait 5 ip netns exec "$A" sh -c 'ss -ltn | grep -q :5201' >/dev/null
+ip netns exec "$B" timeout 40 iperf3 -c 192.0.2.1 -t 8 >/dev/null 2>&1 &
+pid=$!
+sleep 3
+rmmod ib_ipoib
+check_err $? "rmmod the in-tree ib_ipoib mid-stream"
+wait $pid
+modprobe ib_ipoib && slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
+	bring_up "$A" ib0 192.0.2.1
+check_err $? "in-tree ib_ipoib reloaded"
+slowwait 30 ip netns exec "$B" ping -c 1 -W 2 -s 9000 192.0.2.1 >/dev/null
+check_err $? "ours did not reconnect to the reloaded in-tree driver"
+log_test "in-tree unloaded mid-stream and reloaded: ours reconnects"
+
+RET=0
+ip netns exec "$B" iperf3 -s -1 -D -B 192.0.2.2 >/dev/null 2>&1
+slowwait 5 ip netns exec "$B" sh -c 'ss -ltn | grep -q :5201' >/dev/null
+ip netns exec "$A" timeout 40 iperf3 -c 192.0.2.2 -t 8 >/dev/null 2>&1 &
+pid=$!
+sleep 3
+rmmod ib_ipoib_interop
+check_err $? "rmmod ours mid-stream"
+wait $pid
+insmod "$ko" && slowwait 10 test -d /sys/class/net/ibx1 >/dev/null &&
+	bring_up "$B" ibx1 192.0.2.2
+check_err $? "ours reloaded"
+slowwait 30 ip netns exec "$A" ping -c 1 -W 2 -s 9000 192.0.2.2 >/dev/null
+check_err $? "in-tree did not reconnect to our reloaded driver"
+log_test "ours unloaded mid-stream and reloaded: in-tree reconnects"
 
 ktap_finish

@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: both
+# timeout: 420
+#
+# Connected mode through pkey children: 16 child pairs, each in its own
+# partition and each with its own RC connection both ways; a peer child
+# deleted mid-stream and created again (new QPN) is reconnected to.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping iperf3
+
+N=16
+ktap_header 6
+ktap_diag "IPOIB=$IPOIB"
+
+# keep 2 x 34 interfaces' receive rings (in-tree fills its SRQ at creation)
+# well inside the guest's memory
+modprobe ib_cm
+load_softib && slowwait 10 softib_ports_active >/dev/null &&
+	load_ipoib recv_queue_size=64 && slowwait 10 test -d /sys/class/net/ib1 >/dev/null
+ktap_result $? "softib and ib_ipoib (recv_queue_size=64)" || ktap_finish
+defer unload_softib
+defer unload_ipoib
+
+policy=("Default=0x7fff, ipoib : ALL=full;")
+for i in $(seq 1 $N); do
+	policy+=("p$i=$(printf 0x%04x "$i"), ipoib : ALL=full;")
+done
+softib_policy "${policy[@]}"
+setup_ns A B
+ip link set ib0 netns "$A" && ip link set ib1 netns "$B" &&
+	ip -n "$A" link set ib0 up && ip -n "$B" link set ib1 up
+RET=0
+for i in $(seq 1 $N); do
+	pk=$(printf %04x $((0x8000 + i)))
+	ipoib_child "$A" ib0 "$pk" "10.$i.0.1/24" && ipoib_child "$B" ib1 "$pk" "10.$i.0.2/24"
+	check_err $? "children 0x$pk"
+	for side in "$A ib0.$pk" "$B ib1.$pk"; do
+		set -- $side
+		# (in-tree netlink children have no sysfs files: netlink it is)
+		ip -n "$1" link set "$2" type ipoib mode connected &&
+			ip -n "$1" link set "$2" mtu 65520
+		check_err $? "$2: connected mode"
+	done
+done
+for i in $(seq 1 $N); do
+	pk=$(printf %04x $((0x8000 + i)))
+	slowwait 30 ipoib_lower_up "$A" "ib0.$pk" >/dev/null && slowwait 30 ipoib_lower_up "$B" "ib1.$pk" >/dev/null
+	check_err $? "ib0.$pk/ib1.$pk: no carrier"
+done
+log_test "$N child pairs in $N partitions, connected mode, MTU 65520"
+
+RET=0
+for i in $(seq 1 $N); do
+	ip netns exec "$A" ping -c 1 -W 5 -s 9000 "10.$i.0.2" >/dev/null
+	check_err $? "child pair $i: ping -s 9000"
+done
+log_test "every pair carries 9000-byte pings"
+
+# each pair: one connection each way, so 2N RC QPs in RTS on port 1
+rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
+((rcs >= 2 * N))
+ktap_result $? "$rcs RC QPs in RTS on port 1 (at least $((2 * N)))"
+
+RET=0
+ip netns exec "$B" iperf3 -s -1 -D -B 10.1.0.2 >/dev/null 2>&1
+slowwait 5 ip netns exec "$B" sh -c 'ss -ltn | grep -q :5201' >/dev/null
+ip netns exec "$A" timeout 40 iperf3 -c 10.1.0.2 -t 8 >/dev/null 2>&1 &
+pid=$!
+sleep 3
+old=$(ipoib_hwaddr "$B" ib1.8001)
+ip -n "$B" link del ib1.8001
+check_err $? "delete the peer child under traffic"
+wait $pid
+# the new child announces its new hardware address (gratuitous ARP)
+ip netns exec "$B" sysctl -qw net.ipv4.conf.all.arp_notify=1
+ipoib_child "$B" ib1 8001 10.1.0.2/24 && ip -n "$B" link set ib1.8001 type ipoib mode connected &&
+	ip -n "$B" link set ib1.8001 mtu 65520 && slowwait 30 ipoib_lower_up "$B" ib1.8001
+check_err $? "recreate the peer child"
+[[ $(ipoib_hwaddr "$B" ib1.8001) != "$old" ]]
+check_err $? "the new child has the old QPN"
+# the stale neighbour entry is replaced by ARP; then a new connection
+slowwait 30 ip netns exec "$A" ping -c 1 -W 2 -s 9000 10.1.0.2 >/dev/null
+check_err $? "no 9000-byte ping to the recreated child"
+log_test "peer child deleted mid-stream and recreated: reconnected"
+
+RET=0
+for i in $(seq 2 $N); do
+	ip netns exec "$B" ping -c 1 -W 5 -s 9000 "10.$i.0.1" >/dev/null
+	check_err $? "child pair $i: ping back -s 9000"
+done
+log_test "the other pairs were not disturbed"
+
+ktap_finish
