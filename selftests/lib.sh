@@ -372,14 +372,27 @@ ipoib_fabric_up() {
 		slowwait 20 ipoib_lower_up "$B" ib1
 }
 
+# iperf_server NS ADDR: a one-shot iperf3 server, listening when it returns
+iperf_server() {
+	ip netns exec "$1" iperf3 -s -1 -D -B "$2" >/dev/null 2>&1 &&
+		slowwait 5 ip netns exec "$1" sh -c 'ss -ltn | grep -q :5201' >/dev/null
+}
+
+# iperf_start CLIENT_NS SERVER_NS SERVER_ADDR SECONDS: a stream in the
+# background (for disturbing it); its client's PID in IPERF_PID
+iperf_start() {
+	iperf_server "$2" "$3" || return 1
+	ip netns exec "$1" timeout $(($4 + 30)) iperf3 -c "$3" -t "$4" >/dev/null 2>&1 &
+	IPERF_PID=$!
+}
+
 # iperf_mbps CLIENT_NS SERVER_NS SERVER_ADDR SECONDS [IPERF3 ARGS...]:
 # one iperf3 run; prints the received Mbit/s, fails if the run failed
 iperf_mbps() {
 	local cns=$1 sns=$2 addr=$3 secs=$4 out bps
 
 	shift 4
-	ip netns exec "$sns" iperf3 -s -1 -D -B "$addr" >/dev/null 2>&1 || return 1
-	slowwait 5 ip netns exec "$sns" sh -c 'ss -ltn | grep -q :5201' >/dev/null || return 1
+	iperf_server "$sns" "$addr" || return 1
 	out=$(ip netns exec "$cns" timeout $((secs + 30)) iperf3 -c "$addr" -t "$secs" -J "$@") || return 1
 	bps=$(python3 -c 'import json,sys; e=json.load(sys.stdin)["end"]; print(int((e.get("sum_received") or e["sum"])["bits_per_second"]))' <<<"$out") || return 1
 	echo $((bps / 1000000))

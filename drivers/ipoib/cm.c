@@ -493,6 +493,7 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	}
 	rx->priv = priv;
 	rx->id = id;
+	rx->remote_qpn = ev->param.req_rcvd.remote_qpn;
 	rx->state = IPOIB_CM_RX_LIVE;
 	rx->last_active = jiffies;
 	if (!priv->srq) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipoib-ng: debugfs view of each interface's multicast groups and paths,
- * under ipoib/<ifindex>@<netns inode>/ (in-tree uses <ifname>_mcg and
- * <ifname>_path, which collide between namespaces). The directory also
- * holds "name", the interface's name when it was created.
+ * ipoib-ng: debugfs view of each interface's multicast groups, paths and
+ * connections, under ipoib/<ifindex>@<netns inode>/ (in-tree uses
+ * <ifname>_mcg and <ifname>_path, which collide between namespaces). The
+ * directory also holds "name", the interface's name when it was created.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -59,6 +59,67 @@ static int ipoib_path_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ipoib_path);
 
+static const char * const ipoib_cm_tx_states[] = {
+	[IPOIB_CM_TX_IDLE] = "idle",
+	[IPOIB_CM_TX_CONNECTING] = "connecting",
+	[IPOIB_CM_TX_UP] = "up",
+	[IPOIB_CM_TX_CLOSING] = "closing",
+	[IPOIB_CM_TX_DYING] = "dying",
+};
+
+static const char * const ipoib_cm_rx_states[] = {
+	[IPOIB_CM_RX_LIVE] = "live",
+	[IPOIB_CM_RX_ERROR] = "error",
+	[IPOIB_CM_RX_FLUSH] = "flush",
+	[IPOIB_CM_RX_DRAIN] = "drain",
+	[IPOIB_CM_RX_DEAD] = "dead",
+};
+
+static void ipoib_cm_rx_list_show(struct seq_file *m, struct list_head *list)
+{
+	struct ipoib_cm_rx *rx;
+
+	list_for_each_entry(rx, list, node)
+		seq_printf(m, "in 0x%06x %s\n", rx->remote_qpn,
+			   ipoib_cm_rx_states[rx->state]);
+}
+
+/*
+ * Connections: "out <dgid> <peer UD QPN> <state> <peer MTU> <queued>
+ * [datagram for <s>s]" for those we initiated, "in <peer RC QPN> <state>"
+ * for those peers initiated.
+ */
+static int ipoib_cm_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+	struct ipoib_path *path;
+	struct ipoib_cm_tx *tx;
+	unsigned int bkt;
+
+	seq_printf(m, "# mode %s, %s\n", priv->cm_mode ? "connected" : "datagram",
+		   priv->srq ? "SRQ" : "a receive ring per connection");
+	spin_lock_irq(&priv->lock);
+	hash_for_each(priv->paths, bkt, path, node) {
+		list_for_each_entry(tx, &path->cm_tx, node) {
+			seq_printf(m, "out %pI6c 0x%06x %s %u %u", path->dgid.raw,
+				   tx->qpn, ipoib_cm_tx_states[tx->state],
+				   tx->state == IPOIB_CM_TX_UP ? tx->mtu : 0,
+				   skb_queue_len(&tx->queue));
+			if (tx->retry_later && time_before(jiffies, tx->retry_after))
+				seq_printf(m, " datagram for %lus",
+					   (tx->retry_after - jiffies) / HZ + 1);
+			seq_putc(m, '\n');
+		}
+	}
+	ipoib_cm_rx_list_show(m, &priv->cm_passive);
+	ipoib_cm_rx_list_show(m, &priv->cm_flush);
+	ipoib_cm_rx_list_show(m, &priv->cm_drain);
+	ipoib_cm_rx_list_show(m, &priv->cm_dead);
+	spin_unlock_irq(&priv->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_cm);
+
 static int ipoib_name_show(struct seq_file *m, void *unused)
 {
 	struct ipoib_dev_priv *priv = m->private;
@@ -79,6 +140,7 @@ void ipoib_debugfs_add(struct ipoib_dev_priv *priv)
 	debugfs_create_file("name", 0444, priv->debugfs, priv, &ipoib_name_fops);
 	debugfs_create_file("mcg", 0444, priv->debugfs, priv, &ipoib_mcg_fops);
 	debugfs_create_file("path", 0444, priv->debugfs, priv, &ipoib_path_fops);
+	debugfs_create_file("cm", 0444, priv->debugfs, priv, &ipoib_cm_fops);
 }
 
 /* Before the interface's state goes: waits for readers. */

@@ -324,6 +324,7 @@ void ipoib_tx_sent(struct ipoib_dev_priv *priv)
 {
 	priv->global_head++;
 	netif_trans_update(priv->dev);
+	/* pairs with the release in ipoib_tx_done(): slots NAPI freed */
 	if (priv->global_head - smp_load_acquire(&priv->global_tail) >=
 	    priv->tx_size)
 		netif_stop_queue(priv->dev);

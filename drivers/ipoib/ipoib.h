@@ -164,6 +164,7 @@ struct ipoib_cm_rx {
 	struct ipoib_dev_priv *priv;
 	struct ib_cm_id *id;
 	struct ib_qp *qp;
+	u32 remote_qpn;			/* the peer's RC QPN */
 	enum ipoib_cm_rx_state state;	/* under priv->lock */
 	struct ipoib_cm_rx_buf *ring;	/* without an SRQ only */
 	unsigned int posted;		/* without an SRQ: receives out */

@@ -19,8 +19,7 @@ require_cmd iperf3 ping python3
 udp_loss() {
 	local out
 
-	ip netns exec "$2" iperf3 -s -1 -D -B "$3" >/dev/null 2>&1 || return 1
-	slowwait 5 ip netns exec "$2" sh -c 'ss -ltn | grep -q :5201' >/dev/null || return 1
+	iperf_server "$2" "$3" || return 1
 	out=$(ip netns exec "$1" timeout 40 iperf3 -c "$3" -u -l 60000 -b 40M -t 5 -J) || return 1
 	python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print(s["packets"] - s["lost_packets"], int(s["lost_percent"])); sys.exit(s["packets"] - s["lost_packets"] <= 0)' <<<"$out"
 }
@@ -101,16 +100,13 @@ log_test "mixed: one end connected, the other datagram"
 
 RET=0
 ip netns exec "$B" sh -c "echo connected > /sys/class/net/ib1/mode"
-ip netns exec "$B" iperf3 -s -1 -D -B 192.0.2.2 >/dev/null 2>&1
-slowwait 5 ip netns exec "$B" sh -c 'ss -ltn | grep -q :5201' >/dev/null
-ip netns exec "$A" timeout 60 iperf3 -c 192.0.2.2 -t 10 >/dev/null 2>&1 &
-pid=$!
+iperf_start "$A" "$B" 192.0.2.2 10
 for m in datagram connected datagram connected datagram connected; do
 	sleep 1
 	ip netns exec "$A" sh -c "echo $m > /sys/class/net/ib0/mode"
 	check_err $? "switch to $m under traffic"
 done
-wait $pid
+wait $IPERF_PID
 check_err $? "iperf3 did not survive the mode switches"
 ip netns exec "$A" ping -c 2 -W 3 -s 9000 192.0.2.2 >/dev/null
 check_err $? "ping -s 9000 after the switches"

@@ -65,15 +65,12 @@ rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
 ktap_result $? "$rcs RC QPs in RTS on port 1 (at least $((2 * N)))"
 
 RET=0
-ip netns exec "$B" iperf3 -s -1 -D -B 10.1.0.2 >/dev/null 2>&1
-slowwait 5 ip netns exec "$B" sh -c 'ss -ltn | grep -q :5201' >/dev/null
-ip netns exec "$A" timeout 40 iperf3 -c 10.1.0.2 -t 8 >/dev/null 2>&1 &
-pid=$!
+iperf_start "$A" "$B" 10.1.0.2 8
 sleep 3
 old=$(ipoib_hwaddr "$B" ib1.8001)
 ip -n "$B" link del ib1.8001
 check_err $? "delete the peer child under traffic"
-wait $pid
+wait $IPERF_PID
 # the new child announces its new hardware address (gratuitous ARP)
 ip netns exec "$B" sysctl -qw net.ipv4.conf.all.arp_notify=1
 ipoib_child "$B" ib1 8001 10.1.0.2/24 && ip -n "$B" link set ib1.8001 type ipoib mode connected &&

@@ -157,6 +157,17 @@ check_err $? "mode accepted 'bogus'"
 [[ $(write_err $S/mode "datagram
 ") == OK ]]
 check_err $? "mode refused 'datagram'"
+[[ $(write_err $S/mode "connected") == EINVAL ]]
+check_err $? "mode accepted 'connected' without the newline (in-tree needs it)"
+ip link set nl1 type ipoib mode connected
+check_err $? "changelink mode connected"
+ip -d link show nl1 | grep -q "mode connected" && ip link show nl1 | grep -q " mtu 65520 "
+check_err $? "connected: $(ip -d link show nl1 | grep -E 'mtu|ipoib' | xargs)"
+ip link set nl1 type ipoib mode datagram
+check_err $? "changelink mode datagram"
+dmtu=$(ip -o link show nl1 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
+ip -d link show nl1 | grep -q "mode datagram" && ((dmtu <= 4092))
+check_err $? "datagram again: $(ip -d link show nl1 | grep -E 'mtu|ipoib' | xargs)"
 log_test "umcast and mode: changelink, sysfs, readback"
 
 RET=0

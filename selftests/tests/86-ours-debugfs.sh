@@ -6,7 +6,7 @@
 # debugfs ipoib/<ifindex>@<netns>/{name,mcg,path}: multicast joins and
 # leaves and resolved paths are visible, idle paths are garbage-collected
 # (every net.ipv4.neigh.default.gc_interval, like in-tree's neighbours),
-# and two interfaces with the same name in two namespaces get distinct
+# connections show up in "cm" on both ends, and two interfaces with the same name in two namespaces get distinct
 # directories.
 
 source "$(dirname "$0")/../lib.sh"
@@ -19,7 +19,7 @@ dir_of() { # NAME [N]: the Nth debugfs dir whose name file says NAME
 	grep -lx "$1" $D/*/name 2>/dev/null | sed -n "${2:-1}p" | xargs -r dirname
 }
 
-ktap_header 6
+ktap_header 7
 
 # the collector's period is read when the interface comes up: set it first
 GC=/proc/sys/net/ipv4/neigh/default/gc_interval
@@ -63,6 +63,20 @@ check_err $? "ping after the path was collected"
 grep -q "^fe80::211:bff:0:2 0x0002 resolved 0$" "$a/path"
 check_err $? "path not resolved again: $(cat "$a/path")"
 log_test "an idle path is collected and resolved again on the next packet"
+
+RET=0
+b=$(dir_of ib1)
+ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
+ip netns exec "$A" ping -c 2 -W 2 -s 9000 192.0.2.2 >/dev/null
+check_err $? "connected-mode ping"
+grep -q "^out fe80::211:bff:0:2 0x[0-9a-f]* up 65524 0$" "$a/cm"
+check_err $? "ib0 cm: $(cat "$a/cm" | xargs)"
+grep -q "^in 0x[0-9a-f]* live$" "$b/cm"
+check_err $? "ib1 cm: $(cat "$b/cm" | xargs)"
+ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
+! grep -q "^out " "$a/cm"
+check_err $? "datagram mode kept the connection: $(cat "$a/cm" | xargs)"
+log_test "cm lists the connection on both ends; datagram mode closes ours"
 
 RET=0
 softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
-# timeout: 600
+# timeout: 1200
 #
 # Child lifetimes under churn: 200 create/delete rounds leak nothing
 # (verbs objects, unreclaimable memory), children deleted while they carry

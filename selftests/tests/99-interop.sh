@@ -18,6 +18,19 @@ require_cmd ping iperf3
 
 ktap_header 11
 
+# iperf_both WHAT IN_TREE_ADDR OUR_ADDR: 5 s of TCP each way
+iperf_both() {
+	local m1 m2
+
+	RET=0
+	m1=$(iperf_mbps "$A" "$B" "$3" 5)
+	check_err $? "in-tree -> ours iperf3"
+	m2=$(iperf_mbps "$B" "$A" "$2" 5)
+	check_err $? "ours -> in-tree iperf3"
+	ktap_diag "iperf3 TCP $1 in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
+	log_test "$1: iperf3 TCP both ways"
+}
+
 ko=$KO_DIR/ib_ipoib_interop.ko
 [[ -e $ko ]] || { ktap_skip "interop" "no ib_ipoib_interop.ko in KO_DIR"; ktap_finish; }
 
@@ -52,13 +65,7 @@ ip netns exec "$B" ping -6 -c 3 -W 2 "$(ll_addr "$A" ib0)%ibx1" >/dev/null
 check_err $? "ours -> in-tree IPv6"
 log_test "parents: IPv4 and IPv6 ping both ways"
 
-RET=0
-m1=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
-check_err $? "in-tree -> ours iperf3"
-m2=$(iperf_mbps "$B" "$A" 192.0.2.1 5)
-check_err $? "ours -> in-tree iperf3"
-ktap_diag "iperf3 TCP in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
-log_test "parents: iperf3 TCP both ways"
+iperf_both parents 192.0.2.1 192.0.2.2
 
 ip -n "$A" link add link ib0 name ib0.8001 type ipoib pkey 0x8001 &&
 	ip netns exec "$B" sh -c 'echo 0x8001 > /sys/class/net/ibx1/create_child' &&
@@ -76,13 +83,7 @@ ip netns exec "$B" ping -c 3 -W 2 198.51.100.1 >/dev/null
 check_err $? "our child -> in-tree child"
 log_test "children: ping both ways"
 
-RET=0
-m1=$(iperf_mbps "$A" "$B" 198.51.100.2 5)
-check_err $? "in-tree child -> our child iperf3"
-m2=$(iperf_mbps "$B" "$A" 198.51.100.1 5)
-check_err $? "our child -> in-tree child iperf3"
-ktap_diag "iperf3 TCP children in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
-log_test "children: iperf3 TCP both ways"
+iperf_both children 198.51.100.1 198.51.100.2
 
 # ---- connected mode ----
 RET=0
@@ -102,13 +103,7 @@ rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
 check_err $? "$rcs RC QPs in RTS on port 1 (in-tree's side)"
 log_test "connected mode: ping 56/9000/65000 both ways over RC"
 
-RET=0
-m1=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
-check_err $? "in-tree -> ours iperf3"
-m2=$(iperf_mbps "$B" "$A" 192.0.2.1 5)
-check_err $? "ours -> in-tree iperf3"
-ktap_diag "iperf3 TCP connected in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
-log_test "connected mode: iperf3 TCP both ways"
+iperf_both "connected mode" 192.0.2.1 192.0.2.2
 
 # bring_up NS DEV ADDR: move a fresh parent in, connected, addressed, up
 bring_up() {
@@ -123,14 +118,11 @@ ip netns exec "$A" sysctl -qw net.ipv4.conf.all.arp_notify=1
 ip netns exec "$B" sysctl -qw net.ipv4.conf.all.arp_notify=1
 
 RET=0
-ip netns exec "$A" iperf3 -s -1 -D -B 192.0.2.1 >/dev/null 2>&1
-slowwait 5 ip netns exec "$A" sh -c 'ss -ltn | grep -q :5201' >/dev/null
-ip netns exec "$B" timeout 40 iperf3 -c 192.0.2.1 -t 8 >/dev/null 2>&1 &
-pid=$!
+iperf_start "$B" "$A" 192.0.2.1 8
 sleep 3
 rmmod ib_ipoib
 check_err $? "rmmod the in-tree ib_ipoib mid-stream"
-wait $pid
+wait $IPERF_PID
 modprobe ib_ipoib && slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
 	bring_up "$A" ib0 192.0.2.1
 check_err $? "in-tree ib_ipoib reloaded"
@@ -139,14 +131,11 @@ check_err $? "ours did not reconnect to the reloaded in-tree driver"
 log_test "in-tree unloaded mid-stream and reloaded: ours reconnects"
 
 RET=0
-ip netns exec "$B" iperf3 -s -1 -D -B 192.0.2.2 >/dev/null 2>&1
-slowwait 5 ip netns exec "$B" sh -c 'ss -ltn | grep -q :5201' >/dev/null
-ip netns exec "$A" timeout 40 iperf3 -c 192.0.2.2 -t 8 >/dev/null 2>&1 &
-pid=$!
+iperf_start "$A" "$B" 192.0.2.2 8
 sleep 3
 rmmod ib_ipoib_interop
 check_err $? "rmmod ours mid-stream"
-wait $pid
+wait $IPERF_PID
 insmod "$ko" && slowwait 10 test -d /sys/class/net/ibx1 >/dev/null &&
 	bring_up "$B" ibx1 192.0.2.2
 check_err $? "ours reloaded"
