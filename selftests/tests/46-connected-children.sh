@@ -57,7 +57,11 @@ for i in $(seq 1 $N); do
 	ip netns exec "$A" ping -c 1 -W 5 -s 9000 "10.$i.0.2" >/dev/null
 	check_err $? "child pair $i: ping -s 9000"
 done
-log_test "every pair carries 9000-byte pings"
+for size in 56 1400 65000; do
+	ip netns exec "$A" ping -c 1 -W 5 -s $size 10.1.0.2 >/dev/null
+	check_err $? "child pair 1: ping -s $size"
+done
+log_test "every pair carries 9000-byte pings; pair 1 also 56/1400/65000"
 
 # each pair: one connection each way, so 2N RC QPs in RTS on port 1
 rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
