@@ -97,6 +97,9 @@ slowwait_unload() {
 # A marker in dmesg (KERN_INFO: not on the console at loglevel=5).
 kmsg() { echo "<6>ipoib-ng: $*" >/dev/kmsg 2>/dev/null || true; }
 
+# no text patching under traffic (see vm/hold-netstamp)
+"$DIR/vm/hold-netstamp" </dev/null >/dev/null 2>&1 &
+
 echo "TAP version 13"
 echo "1..${#runs[@]}"
 n=0 pass=0 fail=0 skip=0
