@@ -904,11 +904,15 @@ static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
 		.qp_context = tx,
 		.send_cq = priv->cq,
 		.recv_cq = priv->cq,
-		.srq = priv->srq,
+		/*
+		 * Not on the SRQ: nothing may arrive on a QP we send on (its
+		 * context is not a receiving connection), so it gets an empty
+		 * receive queue of its own.
+		 */
 		.cap = {
 			.max_send_wr = priv->tx_size,
 			.max_send_sge = priv->max_send_sge,
-			.max_recv_wr = priv->srq ? 0 : 1,
+			.max_recv_wr = 1,
 			.max_recv_sge = 1,
 		},
 		.sq_sig_type = IB_SIGNAL_ALL_WR,
