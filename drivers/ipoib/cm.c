@@ -937,7 +937,6 @@ static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
 		.local_cm_response_timeout = 20,
 		.rnr_retry_count = 7,
 		.max_cm_retries = 15,
-		.srq = !!priv->srq,
 	};
 	struct sa_path_rec rec;
 	int ret;
