@@ -65,6 +65,8 @@ check_err $? "path not resolved again: $(cat "$a/path")"
 log_test "an idle path is collected and resolved again on the next packet"
 
 RET=0
+# paths (and their connections) must outlive the greps: default period
+echo "$old_gc" >$GC
 b=$(dir_of ib1)
 ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
 ip netns exec "$A" ping -c 2 -W 2 -s 9000 192.0.2.2 >/dev/null
