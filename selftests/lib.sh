@@ -284,7 +284,25 @@ load_ipoib() {
 
 unload_ipoib() {
 	[[ -d /sys/module/ib_ipoib ]] || return 0
+	ipoib_quiesce
 	rmmod ib_ipoib
+}
+
+# ipoib_quiesce: every IPoIB interface down, in every netns, and wait for
+# the RC QPs of connected mode to go. In-tree destroys a closed
+# connection's QP from a work item that can lose the race with the
+# device's cleanup on rmmod ("Destroy of kernel CQ shouldn't fail"); the
+# tests unload modules, they are not about that race.
+ipoib_quiesce() {
+	local ns dev
+
+	for ns in "" $(ip netns list | awk '{ print $1 }'); do
+		for dev in $(ip ${ns:+-n "$ns"} -o link show 2>/dev/null |
+			     awk -F': ' '/link\/infiniband/ { sub("@.*", "", $2); print $2 }'); do
+			ip ${ns:+-n "$ns"} link set "$dev" down 2>/dev/null
+		done
+	done
+	slowwait 10 sh -c '! rdma res show qp 2>/dev/null | grep -q "type RC"' >/dev/null
 }
 
 # ipoib_module_path: which ib_ipoib is loaded (for diagnostics).

@@ -43,6 +43,7 @@ ktap_result $? "in-tree ib_ipoib and ib_ipoib_interop loaded side by side" || kt
 defer unload_softib
 defer rmmod ib_ipoib
 defer rmmod ib_ipoib_interop
+defer ipoib_quiesce
 ktap_diag "ib0: $(ethtool -i ib0 | sed -n 's/^driver: //p'), ibx1: $(ethtool -i ibx1 | sed -n 's/^driver: //p')"
 softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
 
