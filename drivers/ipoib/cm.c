@@ -1204,13 +1204,13 @@ void ipoib_too_big(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 }
 
 /* Datagram <-> connected (rtnl): MTU follows, paths (and connections) go. */
-int ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected)
+void ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected)
 {
 	struct net_device *dev = priv->dev;
 
 	ASSERT_RTNL();
 	if (priv->cm_mode == connected)
-		return 0;
+		return;
 	WRITE_ONCE(priv->cm_mode, connected);
 	if (connected)
 		dev_set_mtu(dev, IPOIB_CM_MTU);
@@ -1220,7 +1220,6 @@ int ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected)
 	ipoib_flush_paths(priv);
 	ipoib_dbg(priv, "%s mode, MTU %u\n",
 		  connected ? "connected" : "datagram", dev->mtu);
-	return 0;
 }
 
 void ipoib_cm_init(struct ipoib_dev_priv *priv)

@@ -342,6 +342,17 @@ static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	priv->tx_tail++;
 }
 
+/* One completion to whoever owns it: CM, UD receive or UD send. */
+static void ipoib_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+{
+	if (wc->wr_id & IPOIB_OP_CM)
+		ipoib_cm_handle_wc(priv, wc);
+	else if (wc->wr_id & IPOIB_OP_RECV)
+		ipoib_handle_rx(priv, wc);
+	else
+		ipoib_handle_tx(priv, wc);
+}
+
 int ipoib_napi_poll(struct napi_struct *napi, int budget)
 {
 	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
@@ -358,12 +369,7 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 		for (i = 0; i < n; i++) {
 			if (wcs[i].wr_id & IPOIB_OP_RECV)
 				done++;
-			if (wcs[i].wr_id & IPOIB_OP_CM)
-				ipoib_cm_handle_wc(priv, &wcs[i]);
-			else if (wcs[i].wr_id & IPOIB_OP_RECV)
-				ipoib_handle_rx(priv, &wcs[i]);
-			else
-				ipoib_handle_tx(priv, &wcs[i]);
+			ipoib_handle_wc(priv, &wcs[i]);
 		}
 	}
 
@@ -628,14 +634,8 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	       priv->tx_head != READ_ONCE(priv->tx_tail)) {
 		n = ib_poll_cq(priv->cq, ARRAY_SIZE(wcs), wcs);
 		local_bh_disable();
-		for (i = 0; i < n; i++) {
-			if (wcs[i].wr_id & IPOIB_OP_CM)
-				ipoib_cm_handle_wc(priv, &wcs[i]);
-			else if (wcs[i].wr_id & IPOIB_OP_RECV)
-				ipoib_handle_rx(priv, &wcs[i]);
-			else
-				ipoib_handle_tx(priv, &wcs[i]);
-		}
+		for (i = 0; i < n; i++)
+			ipoib_handle_wc(priv, &wcs[i]);
 		local_bh_enable();
 		if (n > 0)
 			continue;

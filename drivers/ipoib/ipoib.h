@@ -386,7 +386,7 @@ void ipoib_cm_path_release(struct ipoib_path *path);
 void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc);
 void ipoib_too_big(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		   unsigned int mtu);
-int ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected);
+void ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected);
 
 /* mcast.c */
 netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,

@@ -166,9 +166,20 @@ drop:
 }
 
 /*
- * Forget every path: cancel queries and wait for their callbacks, drop
- * queued packets, release address handles (sends in flight keep theirs).
+ * Free a path already out of the table: wait for its query's callback,
+ * close its connections, drop what waited, release the address handle
+ * (sends in flight keep theirs). Process context.
  */
+static void ipoib_path_free(struct ipoib_path *path)
+{
+	wait_for_completion(&path->done);
+	ipoib_cm_path_release(path);
+	skb_queue_purge(&path->queue);
+	ipoib_ah_put(path->ah);
+	kfree(path);
+}
+
+/* Forget every path, cancelling the queries in flight. */
 void ipoib_flush_paths(struct ipoib_dev_priv *priv)
 {
 	struct ipoib_path *path, *tmp;
@@ -186,13 +197,8 @@ void ipoib_flush_paths(struct ipoib_dev_priv *priv)
 	}
 	spin_unlock_irq(&priv->lock);
 
-	list_for_each_entry_safe(path, tmp, &dead, flush) {
-		wait_for_completion(&path->done);
-		ipoib_cm_path_release(path);
-		skb_queue_purge(&path->queue);
-		ipoib_ah_put(path->ah);
-		kfree(path);
-	}
+	list_for_each_entry_safe(path, tmp, &dead, flush)
+		ipoib_path_free(path);
 }
 
 static unsigned long ipoib_gc_interval(void)
@@ -230,9 +236,7 @@ void ipoib_path_gc_work(struct work_struct *work)
 	spin_unlock_irq(&priv->lock);
 
 	list_for_each_entry_safe(path, tmp, &dead, flush) {
-		ipoib_cm_path_release(path);
-		ipoib_ah_put(path->ah);
-		kfree(path);
+		ipoib_path_free(path);
 		n++;
 	}
 	if (n)
