@@ -37,7 +37,6 @@ measure() { # NAME: iperf3 TCP and ping between $A and 192.0.2.2 in $B
 	ktap_result $? "$name: ping RTT ${RTT[$name]:-0} us"
 }
 
-hold_netstamp
 ktap_header 10
 
 # veth: the ceiling of the netns + TCP stack in this guest (the guest's

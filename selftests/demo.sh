@@ -18,7 +18,6 @@ result() { # OK|FAIL TEXT
 ktap_header 4
 
 say "softib: a software InfiniBand HCA, 2 ports on one switch, SM/SA built in"
-hold_netstamp
 modprobe ib_cm
 load_softib && slowwait 10 softib_ports_active >/dev/null && load_ipoib &&
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null

@@ -5,7 +5,11 @@
 # print KTAP.
 #
 # Tests are the executable selftests/tests/*.sh, in name order; env TESTS
-# ("a b", names without .sh) selects a subset. Header lines in a test:
+# ("a b", names without .sh) selects a subset, env DRIVERS ("ours",
+# "intree" or both, the default) the IPoIB drivers of "both" tests, and
+# env REPEAT=N runs the whole list N times in a row (soak a flaky test in
+# one boot). Env LONG=1 is passed on to the tests (their long forms).
+# Header lines in a test:
 #   # ipoib: both|ours|intree|none   IPoIB drivers it runs with ("both"
 #                                    runs it twice, IPOIB=ours and intree)
 #   # timeout: SEC                   overrides timeout= from selftests/settings
@@ -21,7 +25,10 @@ if ((!list_only)) && [[ ${IPOIB_NG_GUEST:-} != 1 ]]; then
 	exit 1
 fi
 TESTS=${TESTS:-}
-export KO_DIR=${KO_DIR:-}
+DRIVERS=${DRIVERS:-ours intree}
+REPEAT=${REPEAT:-1}
+export KO_DIR=${KO_DIR:-} LONG=${LONG:-0}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "guest-suite.sh: REPEAT='$REPEAT' is not a count" >&2; exit 1; }
 
 default_timeout=$(sed -n 's/^timeout=\([0-9]\+\)$/\1/p' "$DIR/settings" 2>/dev/null)
 default_timeout=${default_timeout:-120}
@@ -47,11 +54,19 @@ for name in "${names[@]}"; do
 		continue
 	fi
 	case $(header "$f" ipoib) in
-	both) runs+=("$name ours $f" "$name intree $f") ;;
+	both)
+		for d in ours intree; do
+			[[ " $DRIVERS " == *" $d "* ]] && runs+=("$name $d $f")
+		done
+		;;
 	ours) runs+=("$name ours $f") ;;
 	intree) runs+=("$name intree $f") ;;
 	*) runs+=("$name none $f") ;;
 	esac
+done
+once=("${runs[@]}")
+for ((i = 1; i < REPEAT; i++)); do
+	runs+=("${once[@]}")
 done
 
 # --total-timeout: print the sum of all run timeouts (for the guest's timeout).
@@ -96,9 +111,6 @@ slowwait_unload() {
 
 # A marker in dmesg (KERN_INFO: not on the console at loglevel=5).
 kmsg() { echo "<6>ipoib-ng: $*" >/dev/kmsg 2>/dev/null || true; }
-
-# no text patching under traffic (see vm/hold-netstamp)
-"$DIR/vm/hold-netstamp" </dev/null >/dev/null 2>&1 &
 
 echo "TAP version 13"
 echo "1..${#runs[@]}"

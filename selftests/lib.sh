@@ -390,13 +390,6 @@ ipoib_fabric_up() {
 		slowwait 20 ipoib_lower_up "$B" ib1
 }
 
-# hold_netstamp: keep the receive-timestamp static key from flipping
-# under traffic (see vm/hold-netstamp); idempotent
-hold_netstamp() {
-	"$(dirname "${BASH_SOURCE[0]}")/vm/hold-netstamp" </dev/null >/dev/null 2>&1 &
-	slowwait 5 test -e /run/ipoib-ng-netstamp >/dev/null
-}
-
 # iperf_server NS ADDR: a one-shot iperf3 server, listening when it returns
 iperf_server() {
 	ip netns exec "$1" iperf3 -s -1 -D -B "$2" >/dev/null 2>&1 &&

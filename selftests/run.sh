@@ -20,7 +20,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VM=$ROOT/selftests/vm
 cd "$ROOT"
-export TESTS=${TESTS:-}
+export TESTS=${TESTS:-} DRIVERS=${DRIVERS:-ours intree} REPEAT=${REPEAT:-1} LONG=${LONG:-0}
 
 shell=0
 guest_cmd=$ROOT/selftests/guest-suite.sh
@@ -120,6 +120,7 @@ run_series() {
 	rc=0
 	"$VM/run-guest.sh" --abi "$abi" --timeout "$timeout" --results "$b/results" \
 		-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
+		DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
 		"$guest_cmd" || rc=$?
 
 	out=$b/results/output

@@ -2,8 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Install the Debian packages that building and testing ipoib-ng need.
-# Idempotent and quiet when everything is already there; "apt-get update"
-# runs only when something is missing.
+#
+# Idempotent: quiet and without network when everything is installed.
+# Otherwise it says which packages it installs, runs "apt-get update" once
+# and "apt-get install" for exactly the missing ones. On failure it names
+# the packages and prints apt's own error lines, and exits non-zero.
+#
+# Extra packages can be asked for on the command line (deps.sh debootstrap).
 
 set -euo pipefail
 
@@ -13,10 +18,16 @@ PKGS=(
 	xz-utils python3 procps coreutils util-linux git bc flex bison
 	libelf-dev libssl-dev
 )
+PKGS+=("$@")
 
-# One dpkg-query for all packages; unknown ones print nothing.
-installed=" $(dpkg-query -W -f='${db:Status-Status} ${Package}\n' "${PKGS[@]}" \
-	2>/dev/null | awk '$1 == "installed" { printf "%s ", $2 }')"
+die() { echo "deps: $*" >&2; exit 1; }
+
+# One dpkg-query for all packages. It exits 1 when any of them is unknown
+# to dpkg (never installed), which is the normal case on a new machine:
+# its status is not an error here, only its output matters.
+status=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' "${PKGS[@]}" \
+	2>/dev/null || true)
+installed=" $(awk '$1 == "installed" { printf "%s ", $2 }' <<<"$status")"
 missing=()
 for p in "${PKGS[@]}"; do
 	[[ $installed == *" $p "* ]] || missing+=("$p")
@@ -24,7 +35,28 @@ done
 
 ((${#missing[@]})) || exit 0
 
-echo "deps: installing ${missing[*]}"
+echo "deps: installing ${#missing[@]} Debian package(s): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# apt_run WHAT CMD...: run an apt command quietly; on failure name WHAT
+# and show apt's error lines (or the end of its output).
+apt_run() {
+	local what=$1
+
+	shift
+	if ! "$@" >"$log" 2>&1; then
+		echo "deps: '$*' failed ($what); apt said:" >&2
+		{ grep -E '^(E|W|Err):' "$log" || tail -n 15 "$log"; } |
+			sed 's/^/deps:   /' >&2
+		return 1
+	fi
+}
+
+apt_run "refreshing the package lists" apt-get update -qq ||
+	die "cannot refresh the package lists: check /etc/apt/sources.list and the network"
+apt_run "packages: ${missing[*]}" \
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+	die "cannot install: ${missing[*]}"
+echo "deps: installed ${missing[*]}"

@@ -191,8 +191,16 @@ cmdline="console=ttyS0 panic=-1 oops=panic panic_on_warn=1 slub_debug=FZP"
 cmdline+=" kfence.sample_interval=100 printk.time=1 loglevel=5"
 cmdline+=" ${append}"
 
+# One host thread emulates both vCPUs (thread=single). Multi-threaded TCG
+# lets one vCPU run a translation of kernel text that another vCPU is
+# patching (static keys, jump labels, alternatives: text_poke_bp's int3),
+# so the guest can take "Oops: int3" in code no driver owns; holding one
+# static key only moved the race to another. With one thread a patch is
+# seen by every vCPU before either runs again. The guest still has two
+# CPUs (preemption, IPIs, concurrent NAPI and work items interleave), and
+# two guests side by side still use both host cores.
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -no-reboot
-	-accel tcg -cpu max -smp 2 -m "$mem" -display none -nic none
+	-accel tcg,thread=single -cpu max -smp 2 -m "$mem" -display none -nic none
 	-kernel "$vmlinuz" -initrd "$initrd" -append "$cmdline"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$results,mount_tag=results,security_model=none")
