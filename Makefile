@@ -9,6 +9,8 @@
 #   make shell KSER=6.12      interactive guest shell with the modules built
 #   make style | sparse       checkpatch / sparse (C=2, endian checks)
 #   make install | dkms-install | dkms-uninstall
+#   make fresh [FRESH=check]  README's "make demo" (or check) from a clone of
+#                             HEAD in a new debootstrap'ed bookworm chroot
 #
 # Everything the suite needs (apt packages, test kernels) is installed by the
 # "deps" and "kernels" targets, idempotently; "check" depends on both.
@@ -32,7 +34,7 @@ VM := selftests/vm
 SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
-	deps kernels check shell demo bench
+	deps kernels check shell demo bench fresh
 
 all: module
 
@@ -92,3 +94,8 @@ demo:
 
 bench: kernels
 	@selftests/run.sh --bench $(KSER)
+
+# developer target, not CI: a brand-new Debian 12 (selftests/vm/fresh.sh)
+FRESH ?= demo
+fresh:
+	@$(VM)/fresh.sh $(FRESH)

@@ -141,10 +141,35 @@ run_series() {
 	echo "# counts $((p - s)) $((f + fail)) $s"
 }
 
+# host_tests: the tests of selftests/host/ (the runner's own parts, such
+# as deps.sh), before any guest boots; sets pass/fail/skip.
+host_tests() {
+	local t out rc p s f
+
+	for t in "$ROOT"/selftests/host/*.sh; do
+		[[ -x $t ]] || continue
+		echo "# host: $(basename "$t" .sh)"
+		rc=0
+		out=$(timeout 300 "$t" 2>&1) || rc=$?
+		sed 's/^/# host: /' <<<"$out"
+		p=$(grep -cE '^ok ' <<<"$out" || true)
+		s=$(grep -cE '^ok .*# SKIP' <<<"$out" || true)
+		f=$(grep -cE '^not ok ' <<<"$out" || true)
+		if ((rc && !f)); then
+			echo "not ok - host test $(basename "$t") exited $rc without a failed test"
+			f=1
+		fi
+		pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
+	done
+	echo "# host tests: $pass passed, $fail failed, $skip skipped"
+}
+
+pass=0 fail=0 skip=0
+[[ $guest_cmd != */guest-suite.sh ]] || host_tests
+
 # The kernels run side by side (one guest each, TCG): on this 2-core
 # machine that halves the wall time. SERIAL=1 runs them one after the
 # other with live output.
-pass=0 fail=0 skip=0
 logs=()
 mkdir -p .build
 for series in "$@"; do
