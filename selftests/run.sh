@@ -23,6 +23,7 @@ cd "$ROOT"
 export TESTS=${TESTS:-} DRIVERS=${DRIVERS:-ours intree} REPEAT=${REPEAT:-1} LONG=${LONG:-0}
 
 shell=0
+guest_opts=()
 guest_cmd=$ROOT/selftests/guest-suite.sh
 case ${1:-} in
 --shell)
@@ -34,6 +35,8 @@ case ${1:-} in
 	# live, so that two guests do not compete for the cores
 	guest_cmd=$ROOT/selftests/${1#--}.sh
 	export SERIAL=1
+	# the demo shows its own steps, not the guest kernel's console
+	[[ $1 == --demo ]] && guest_opts=(--quiet)
 	shift
 	;;
 esac
@@ -117,8 +120,9 @@ run_series() {
 	fi
 	echo "# kernel $abi: built $(cd "$b/ko" && echo *.ko) in $((SECONDS - start))s"
 
+	echo "# kernel $abi: booting a QEMU guest (TCG, 2 vCPUs)"
 	rc=0
-	"$VM/run-guest.sh" --abi "$abi" --timeout "$timeout" --results "$b/results" \
+	"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" --results "$b/results" \
 		-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
 		DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
 		"$guest_cmd" || rc=$?

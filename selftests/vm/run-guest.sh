@@ -4,14 +4,16 @@
 # Boot a Debian test kernel in QEMU (TCG) and run one command in it.
 #
 #   run-guest.sh --abi ABI [--timeout SEC] [--append ARGS] [--mem SIZE]
-#                [--results DIR] [--shell] -- CMD [ARG...]
+#                [--results DIR] [--shell] [--quiet] -- CMD [ARG...]
 #
 # The guest sees this machine's / read-only over 9p under a tmpfs overlay,
 # so every host tool and the work tree are there, at the same paths.
 # /lib/modules/$ABI is the unpacked test kernel's module tree (writable
 # through the overlay, depmod works). CMD runs as root, in the host's cwd,
 # with IPOIB_NG_GUEST=1. Its output goes to the console and to the results
-# directory (output, status, dmesg, console.log).
+# directory (output, status, dmesg, console.log). --quiet prints CMD's
+# output alone, live, without the kernel's console (make demo); the
+# console still goes to console.log and is checked as always.
 #
 # Exit status: CMD's status; 3 if the kernel reported a problem (WARNING,
 # BUG, Oops, KFENCE, slub corruption, ...) even when CMD succeeded; 2 if
@@ -28,7 +30,7 @@ usage() {
 }
 die() { echo "run-guest: $*" >&2; exit 1; }
 
-abi="" timeout=0 append="" mem=2G shell=0 results=""
+abi="" timeout=0 append="" mem=2G shell=0 results="" quiet=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--abi) abi=$2; shift 2 ;;
@@ -37,6 +39,7 @@ while [[ $# -gt 0 ]]; do
 	--mem) mem=$2; shift 2 ;;
 	--results) results=$2; shift 2 ;;
 	--shell) shell=1; shift ;;
+	--quiet) quiet=1; shift ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -210,14 +213,19 @@ if ((shell)); then
 	exit 0
 fi
 
+limit=()
+((timeout > 0)) && limit=(timeout -k 5 "$timeout")
 t0=$(date +%s.%N)
 set +e
-if ((timeout > 0)); then
-	timeout -k 5 "$timeout" "${qemu[@]}" -serial stdio </dev/null |
-		tee "$results/console.log"
-	qrc=${PIPESTATUS[0]}
+if ((quiet)); then
+	"${limit[@]}" "${qemu[@]}" -serial stdio </dev/null >"$results/console.log" &
+	qpid=$!
+	# the command's output as the guest writes it (results share, no cache)
+	tail -n +1 -F --pid="$qpid" "$results/output" 2>/dev/null
+	wait "$qpid"
+	qrc=$?
 else
-	"${qemu[@]}" -serial stdio </dev/null | tee "$results/console.log"
+	"${limit[@]}" "${qemu[@]}" -serial stdio </dev/null | tee "$results/console.log"
 	qrc=${PIPESTATUS[0]}
 fi
 set -e
