@@ -32,7 +32,7 @@ ktap_result $? "softib and ib_ipoib loaded" || ktap_finish
 defer unload_softib
 defer unload_ipoib
 show "ibstat softib0 | grep -E \"CA '|Port [0-9]|State:|Base lid|SM lid|Port GUID|Link layer\""
-show 'ip -br link show type ipoib'
+run ip -br link show
 
 say "subnet manager policy (OpenSM partitions.conf syntax)"
 softib_policy "Default=0x7fff, ipoib : ALL=full;" \

@@ -7,7 +7,8 @@
 #   source "$(dirname "$0")/../lib.sh"
 #
 # Environment (set by guest-suite.sh): KO_DIR (the built softib.ko and
-# ib_ipoib.ko), IPOIB (ours, intree or none).
+# ib_ipoib.ko), IPOIB (ours, intree or none), LONG (1: the long forms of
+# soak and churn loops, "make check LONG=1").
 
 ksft_pass=0
 ksft_fail=1
@@ -15,6 +16,7 @@ ksft_skip=4
 
 KO_DIR=${KO_DIR:-}
 IPOIB=${IPOIB:-ours}
+LONG=${LONG:-0}
 
 # ---- KTAP -------------------------------------------------------------
 

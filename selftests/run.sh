@@ -180,7 +180,7 @@ for series in "$@"; do
 	log=.build/series-$series.log
 	logs+=("$log")
 	if [[ ${SERIAL:-0} == 1 || $# -eq 1 ]]; then
-		run_series "$series" 2>&1 | tee "$log"
+		run_series "$series" 2>&1 | tee "$log" | grep -v '^# counts '
 	else
 		echo "# kernel series $series: running in the background (log: $log)"
 		run_series "$series" >"$log" 2>&1 &
