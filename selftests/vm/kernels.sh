@@ -60,11 +60,10 @@ fetch() {
 	abi=$(resolve_abi "$series")
 	dir=$KCACHE/$abi
 
-	if ! pkg_installed "linux-headers-$abi"; then
-		echo "kernels: installing linux-headers-$abi"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends "linux-headers-$abi" >/dev/null
-	fi
+	# deps.sh says what it installs and names apt's error on failure
+	pkg_installed "linux-headers-$abi" ||
+		"$(dirname "$0")/deps.sh" "linux-headers-$abi" ||
+		die "cannot install linux-headers-$abi"
 
 	if [[ ! -e $dir/.done ]]; then
 		echo "kernels: fetching linux-image-$abi"
