@@ -35,6 +35,15 @@ static int softib_objects_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_objects);
 
+static int softib_stats_show(struct seq_file *m, void *unused)
+{
+	struct softib_dev *sdev = m->private;
+
+	seq_printf(m, "purged_cqes %lld\n", atomic64_read(&sdev->purged_cqes));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(softib_stats);
+
 static int softib_counters_show(struct seq_file *m, void *unused)
 {
 	struct softib_port *port = m->private;
@@ -236,6 +245,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 					   sdev->debugfs_root);
 	debugfs_create_file("objects", 0444, sdev->debugfs, sdev,
 			    &softib_objects_fops);
+	debugfs_create_file("stats", 0444, sdev->debugfs, sdev,
+			    &softib_stats_fops);
 	/* "unsafe": flush must reach us; .owner pins the module while open */
 	debugfs_create_file_unsafe("partitions", 0644, sdev->debugfs, sdev,
 				   &softib_partitions_fops);

@@ -104,6 +104,8 @@ struct softib_dev {
 	struct list_head mcgs;
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
+	/* completions removed from CQs because their QP was destroyed */
+	atomic64_t purged_cqes;
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -213,11 +215,26 @@ struct softib_qp {
 	u8 min_rnr_timer;
 	u8 retry_cnt;
 	u8 timeout;
+	/*
+	 * The QP's work items. They are queued only by softib_qp_queue(),
+	 * which refuses once destroy_qp has set "dying" (both under
+	 * work_lock, the innermost lock), so destroy can cancel them for good.
+	 */
+	spinlock_t work_lock;
+	bool dying;
 	/* delayed: an RNR NAK backs the engine off for the responder's timer */
 	struct delayed_work send_work;
 	struct work_struct err_work;
 	struct work_struct event_work;
 	unsigned long pending_events;
+};
+
+/* what softib_qp_queue() queues */
+enum softib_qp_work {
+	SOFTIB_QPW_SEND,	/* the send engine after "delay", unless pending */
+	SOFTIB_QPW_SEND_NOW,	/* the send engine, cutting a back-off short */
+	SOFTIB_QPW_ERR,		/* move the QP to ERR (a responder failed) */
+	SOFTIB_QPW_EVENT,	/* deliver pending_events */
 };
 
 /* bits of softib_qp.pending_events */
@@ -367,6 +384,8 @@ int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 int softib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int softib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 void softib_mcast_cleanup(struct softib_dev *sdev);
+bool softib_qp_queue(struct softib_qp *qp, enum softib_qp_work which,
+		     unsigned long delay);
 
 /* fabric.c */
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
