@@ -39,7 +39,9 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 {
 	struct softib_dev *sdev = m->private;
 
-	seq_printf(m, "purged_cqes %lld\n", atomic64_read(&sdev->purged_cqes));
+	seq_printf(m, "purged_cqes %lld\nwrid_errors %lld\n",
+		   atomic64_read(&sdev->purged_cqes),
+		   atomic64_read(&sdev->wrid_errors));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);

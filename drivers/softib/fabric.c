@@ -65,6 +65,7 @@ void softib_flush_rq(struct softib_qp *qp)
 		struct softib_rwqe *rwqe = softib_wq_entry(rq, rq->tail);
 
 		wc.wr_id = rwqe->wr_id;
+		softib_wrid_retire(rq, rwqe->wr_id);
 		rq->tail++;
 		softib_cq_add(qp->rcq, &wc, true);
 	}
@@ -217,6 +218,7 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 		atomic64_inc(&dport->cnt.rcv_packets);
 		atomic64_add(wqe->length, &dport->cnt.rcv_bytes);
 	}
+	softib_wrid_retire(rq, rwqe->wr_id);
 	rq->tail++;
 	softib_cq_add(dqp->rcq, &wc, wqe->send_flags & IB_SEND_SOLICITED);
 	return ret;
@@ -555,6 +557,8 @@ void softib_send_worker(struct work_struct *work)
 		}
 		wc.wr_id = wqe->wr_id;
 		wc.byte_len = wqe->length;
+		/* completed, or retired without a completion when unsignaled */
+		softib_wrid_retire(sq, wqe->wr_id);
 		sq->tail++;
 		spin_unlock_irqrestore(&sq->lock, flags);
 

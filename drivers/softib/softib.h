@@ -106,6 +106,8 @@ struct softib_dev {
 	atomic64_t sa_requests;
 	/* completions removed from CQs because their QP was destroyed */
 	atomic64_t purged_cqes;
+	/* wr_id bookkeeping errors seen with debug_wrid=1 */
+	atomic64_t wrid_errors;
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -173,9 +175,11 @@ struct softib_rwqe {
 	struct ib_sge sge[];
 };
 
+struct softib_wrids;
+
 /* A work queue ring: entries of "stride" bytes, head produces, tail consumes. */
 struct softib_wq {
-	/* lock protects head/tail and, for the SQ, the QP state */
+	/* lock protects head/tail, wrids and, for the SQ, the QP state */
 	spinlock_t lock;
 	void *buf;
 	u32 size;
@@ -183,6 +187,8 @@ struct softib_wq {
 	u32 max_sge;
 	u32 head;
 	u32 tail;
+	/* outstanding wr_ids, only with debug_wrid=1 (wrid.c) */
+	struct softib_wrids *wrids;
 };
 
 struct softib_srq {
@@ -341,6 +347,7 @@ static inline __be64 softib_port_guid(u32 port)
 /* main.c */
 extern const struct ib_device_ops softib_dev_ops;
 extern bool softib_srq;
+extern bool softib_debug_wrid;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
 
@@ -397,6 +404,33 @@ void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
 void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 		    const struct ib_sge *src, u32 nsrc, u32 len);
+
+/* wrid.c: debug_wrid bookkeeping; the caller holds the queue's lock */
+int softib_wrids_init(struct softib_wq *wq, struct softib_dev *sdev,
+		      const char *kind);
+void softib_wrids_free(struct softib_wq *wq);
+void softib_wrids_set_qpn(struct softib_wq *wq, u32 qpn);
+void __softib_wrid_post(struct softib_wq *wq, u64 wr_id);
+void __softib_wrid_retire(struct softib_wq *wq, u64 wr_id);
+void __softib_wrids_clear(struct softib_wq *wq);
+
+static inline void softib_wrid_post(struct softib_wq *wq, u64 wr_id)
+{
+	if (unlikely(wq->wrids))
+		__softib_wrid_post(wq, wr_id);
+}
+
+static inline void softib_wrid_retire(struct softib_wq *wq, u64 wr_id)
+{
+	if (unlikely(wq->wrids))
+		__softib_wrid_retire(wq, wr_id);
+}
+
+static inline void softib_wrids_clear(struct softib_wq *wq)
+{
+	if (unlikely(wq->wrids))
+		__softib_wrids_clear(wq);
+}
 
 /* sa.c */
 void softib_sa_init(struct softib_dev *sdev);

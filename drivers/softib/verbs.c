@@ -284,12 +284,14 @@ static int softib_wq_init(struct softib_wq *wq, u32 max_wr, u32 max_sge,
 	wq->stride = hdr + max_sge * sizeof(struct ib_sge);
 	wq->head = 0;
 	wq->tail = 0;
+	wq->wrids = NULL;
 	wq->buf = kvcalloc(wq->size, wq->stride, GFP_KERNEL);
 	return wq->buf ? 0 : -ENOMEM;
 }
 
 static void softib_wq_free(struct softib_wq *wq)
 {
+	softib_wrids_free(wq);
 	kvfree(wq->buf);
 	wq->buf = NULL;
 }
@@ -304,6 +306,7 @@ static int softib_wq_post_recv(struct softib_wq *wq, const struct ib_recv_wr *wr
 		return -EINVAL;
 	if (softib_wq_used(wq) == wq->size)
 		return -ENOMEM;
+	softib_wrid_post(wq, wr->wr_id);
 	rwqe = softib_wq_entry(wq, wq->head);
 	rwqe->wr_id = wr->wr_id;
 	rwqe->num_sge = wr->num_sge;
@@ -348,7 +351,10 @@ int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	ret = softib_wq_init(&srq->rq, attr->max_wr, max(attr->max_sge, 1U),
 			     sizeof(struct softib_rwqe));
+	if (!ret)
+		ret = softib_wrids_init(&srq->rq, sdev, "SRQ");
 	if (ret) {
+		softib_wq_free(&srq->rq);
 		atomic_dec(&sdev->n_srq);
 		return ret;
 	}
@@ -491,13 +497,18 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = softib_wq_init(&qp->sq, cap->max_send_wr,
 			     max(cap->max_send_sge, 1U),
 			     sizeof(struct softib_swqe));
+	if (!ret)
+		ret = softib_wrids_init(&qp->sq, sdev, "SQ");
 	if (ret)
-		goto err_put_budget;
+		goto err_free_sq;
 	ret = softib_wq_init(&qp->rq, qp->srq ? 0 : cap->max_recv_wr,
 			     max(cap->max_recv_sge, 1U),
 			     sizeof(struct softib_rwqe));
+	/* with an SRQ the QP's own RQ stays empty: nothing to track */
+	if (!ret && !qp->srq)
+		ret = softib_wrids_init(&qp->rq, sdev, "RQ");
 	if (ret)
-		goto err_free_sq;
+		goto err_free_rq;
 	cap->max_send_wr = qp->sq.size;
 	cap->max_send_sge = qp->sq.max_sge;
 	if (!qp->srq) {
@@ -524,13 +535,14 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_free_rq;
 		ibqp->qp_num = qpn;
 	}
+	softib_wrids_set_qpn(&qp->sq, ibqp->qp_num);
+	softib_wrids_set_qpn(&qp->rq, ibqp->qp_num);
 	return 0;
 
 err_free_rq:
 	softib_wq_free(&qp->rq);
 err_free_sq:
 	softib_wq_free(&qp->sq);
-err_put_budget:
 	atomic_dec(&sdev->n_qp);
 	return ret;
 }
@@ -605,6 +617,8 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			/* back to a fresh QP: WRs are discarded, not completed */
 			qp->sq.tail = qp->sq.head;
 			qp->rq.tail = qp->rq.head;
+			softib_wrids_clear(&qp->sq);
+			softib_wrids_clear(&qp->rq);
 			break;
 		case IB_QPS_ERR:
 			to_err = cur != IB_QPS_ERR;
@@ -879,6 +893,7 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			wqe->remote_qkey = ud->remote_qkey;
 			wqe->pkey_index = ud->pkey_index;
 		}
+		softib_wrid_post(sq, wr->wr_id);
 		sq->head++;
 	}
 	if (ret)
