@@ -230,6 +230,29 @@ static ssize_t softib_event_write(struct file *file, const char __user *ubuf,
 	return -EINVAL;
 }
 
+/* Write a self test's name (selftest.c): the write fails if the test does. */
+static ssize_t softib_selftest_write(struct file *file, const char __user *ubuf,
+				     size_t count, loff_t *ppos)
+{
+	struct softib_dev *sdev = file->private_data;
+	char buf[16] = {};
+	int ret;
+
+	if (count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	ret = softib_selftest(sdev, strim(buf));
+	return ret ?: count;
+}
+
+static const struct file_operations softib_selftest_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = softib_selftest_write,
+	.llseek = noop_llseek,
+};
+
 static const struct file_operations softib_event_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
@@ -249,6 +272,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_objects_fops);
 	debugfs_create_file("stats", 0444, sdev->debugfs, sdev,
 			    &softib_stats_fops);
+	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
+			    &softib_selftest_fops);
 	/* "unsafe": flush must reach us; .owner pins the module while open */
 	debugfs_create_file_unsafe("partitions", 0644, sdev->debugfs, sdev,
 				   &softib_partitions_fops);

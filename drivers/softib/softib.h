@@ -450,6 +450,9 @@ void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g);
 #define SOFTIB_POLICY_MAX	65536
 int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
+/* selftest.c */
+int softib_selftest(struct softib_dev *sdev, const char *name);
+
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);
 void softib_debugfs_cleanup(struct softib_dev *sdev);
