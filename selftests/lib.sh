@@ -247,13 +247,16 @@ __insmod_deps() {
 }
 
 # load_softib [PARAM=VALUE...]: our software HCA, on the kernel's ib_core.
+# The suite always checks wr_ids (debug_wrid=1: a duplicate or unknown
+# wr_id is a kernel WARNING, which fails the run); a PARAM given here
+# comes later on the command line, so debug_wrid=0 still turns it off.
 load_softib() {
 	local ko
 
 	ko=$(__ko softib.ko) || return 1
 	modprobe ib_core || return 1
 	modprobe -q ib_uverbs || true
-	__insmod_deps "$ko" "$@"
+	__insmod_deps "$ko" debug_wrid=1 "$@"
 }
 
 unload_softib() {

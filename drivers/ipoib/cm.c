@@ -884,10 +884,17 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 		tx->qp = NULL;
 	}
 	if (tx->ring) {
+		/*
+		 * Sends the timeout left: the QP is gone and so are their
+		 * completions (the HCA purges them), so free them here, in
+		 * softirq context as NAPI does (napi_consume_skb).
+		 */
+		local_bh_disable();
 		for (i = 0; i < priv->tx_size; i++)
 			if (tx->ring[i].skb)
 				ipoib_tx_done(priv, &tx->ring[i],
 					      IB_WC_WR_FLUSH_ERR);
+		local_bh_enable();
 		kvfree(tx->ring);
 		tx->ring = NULL;
 	}

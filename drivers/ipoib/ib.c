@@ -648,6 +648,13 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 		usleep_range(1000, 2000);
 	}
 	ipoib_modify_state(priv, IB_QPS_RESET, 0, &attr);
+	/* RESET discards, without completions, whatever the timeout left */
+	local_bh_disable();
+	for (; priv->tx_tail != priv->tx_head; priv->tx_tail++)
+		ipoib_tx_done(priv, &priv->tx_ring[priv->tx_tail &
+						   (priv->tx_size - 1)],
+			      IB_WC_WR_FLUSH_ERR);
+	local_bh_enable();
 	for (i = 0; i < priv->rx_size; i++)
 		ipoib_free_rx_buf(priv, i);
 }

@@ -35,6 +35,17 @@ static int softib_objects_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_objects);
 
+static int softib_stats_show(struct seq_file *m, void *unused)
+{
+	struct softib_dev *sdev = m->private;
+
+	seq_printf(m, "purged_cqes %lld\nwrid_errors %lld\n",
+		   atomic64_read(&sdev->purged_cqes),
+		   atomic64_read(&sdev->wrid_errors));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(softib_stats);
+
 static int softib_counters_show(struct seq_file *m, void *unused)
 {
 	struct softib_port *port = m->private;
@@ -219,6 +230,29 @@ static ssize_t softib_event_write(struct file *file, const char __user *ubuf,
 	return -EINVAL;
 }
 
+/* Write a self test's name (selftest.c): the write fails if the test does. */
+static ssize_t softib_selftest_write(struct file *file, const char __user *ubuf,
+				     size_t count, loff_t *ppos)
+{
+	struct softib_dev *sdev = file->private_data;
+	char buf[16] = {};
+	int ret;
+
+	if (count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	ret = softib_selftest(sdev, strim(buf));
+	return ret ?: count;
+}
+
+static const struct file_operations softib_selftest_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = softib_selftest_write,
+	.llseek = noop_llseek,
+};
+
 static const struct file_operations softib_event_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
@@ -236,6 +270,10 @@ void softib_debugfs_init(struct softib_dev *sdev)
 					   sdev->debugfs_root);
 	debugfs_create_file("objects", 0444, sdev->debugfs, sdev,
 			    &softib_objects_fops);
+	debugfs_create_file("stats", 0444, sdev->debugfs, sdev,
+			    &softib_stats_fops);
+	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
+			    &softib_selftest_fops);
 	/* "unsafe": flush must reach us; .owner pins the module while open */
 	debugfs_create_file_unsafe("partitions", 0644, sdev->debugfs, sdev,
 				   &softib_partitions_fops);

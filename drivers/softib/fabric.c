@@ -6,6 +6,7 @@
  * port applies (port state, partition, Q_Key), and completes both sides.
  *
  * Lock order: sender sq.lock -> receiver rq.lock -> (srq rq.lock) -> cq.lock.
+ * A QP's work_lock is innermost: taken only by softib_qp_queue().
  * The sender holds no lock of its own while it delivers; every delivery
  * runs inside one RCU read-side section, which is what destroy_qp waits
  * for before it frees a QP.
@@ -64,6 +65,7 @@ void softib_flush_rq(struct softib_qp *qp)
 		struct softib_rwqe *rwqe = softib_wq_entry(rq, rq->tail);
 
 		wc.wr_id = rwqe->wr_id;
+		softib_wrid_retire(rq, rwqe->wr_id);
 		rq->tail++;
 		softib_cq_add(qp->rcq, &wc, true);
 	}
@@ -216,6 +218,7 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 		atomic64_inc(&dport->cnt.rcv_packets);
 		atomic64_add(wqe->length, &dport->cnt.rcv_bytes);
 	}
+	softib_wrid_retire(rq, rwqe->wr_id);
 	rq->tail++;
 	softib_cq_add(dqp->rcq, &wc, wqe->send_flags & IB_SEND_SOLICITED);
 	return ret;
@@ -475,7 +478,7 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 		*rnr_usec = softib_rnr_usec[READ_ONCE(dqp->min_rnr_timer) & 31];
 	} else if (ret == -EMSGSIZE) {
 		/* the responder's QP fails too (NAK: invalid request) */
-		queue_work(qp->sdev->wq, &dqp->err_work);
+		softib_qp_queue(dqp, SOFTIB_QPW_ERR, 0);
 		ret = IB_WC_REM_INV_REQ_ERR;
 	} else {
 		atomic64_inc(&sport->cnt.xmit_packets);
@@ -534,9 +537,8 @@ void softib_send_worker(struct work_struct *work)
 					/* RNR NAK: try the same WQE again later */
 					if (qp->rnr_retry != 7)
 						qp->rnr_left--;
-					queue_delayed_work(qp->sdev->wq,
-							   &qp->send_work,
-							   usecs_to_jiffies(rnr_usec));
+					softib_qp_queue(qp, SOFTIB_QPW_SEND,
+							usecs_to_jiffies(rnr_usec));
 					return;
 				}
 				wc.status = ret == SOFTIB_RNR ?
@@ -555,6 +557,8 @@ void softib_send_worker(struct work_struct *work)
 		}
 		wc.wr_id = wqe->wr_id;
 		wc.byte_len = wqe->length;
+		/* completed, or retired without a completion when unsignaled */
+		softib_wrid_retire(sq, wqe->wr_id);
 		sq->tail++;
 		spin_unlock_irqrestore(&sq->lock, flags);
 
@@ -567,7 +571,7 @@ void softib_send_worker(struct work_struct *work)
 
 		if (!--budget) {
 			/* let other QPs' engines run; we come back */
-			queue_delayed_work(qp->sdev->wq, &qp->send_work, 0);
+			softib_qp_queue(qp, SOFTIB_QPW_SEND, 0);
 			return;
 		}
 	}

@@ -26,6 +26,11 @@ bool softib_srq = true;
 module_param_named(srq, softib_srq, bool, 0444);
 MODULE_PARM_DESC(srq, "Offer shared receive queues (default 1; 0 behaves like an HCA without SRQ support)");
 
+/* a consumer (or softib) bug check, not a hardware behaviour: see wrid.c */
+bool softib_debug_wrid;
+module_param_named(debug_wrid, softib_debug_wrid, bool, 0444);
+MODULE_PARM_DESC(debug_wrid, "WARN when a wr_id is posted while still outstanding on its queue, or completed while not outstanding (default 0)");
+
 static struct softib_dev *softib_dev;
 
 /* what OpenSM does with no partitions.conf: every port a full member of 0x7fff */

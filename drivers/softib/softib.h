@@ -104,6 +104,10 @@ struct softib_dev {
 	struct list_head mcgs;
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
+	/* completions removed from CQs because their QP was destroyed */
+	atomic64_t purged_cqes;
+	/* wr_id bookkeeping errors seen with debug_wrid=1 */
+	atomic64_t wrid_errors;
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -171,9 +175,11 @@ struct softib_rwqe {
 	struct ib_sge sge[];
 };
 
+struct softib_wrids;
+
 /* A work queue ring: entries of "stride" bytes, head produces, tail consumes. */
 struct softib_wq {
-	/* lock protects head/tail and, for the SQ, the QP state */
+	/* lock protects head/tail, wrids and, for the SQ, the QP state */
 	spinlock_t lock;
 	void *buf;
 	u32 size;
@@ -181,6 +187,8 @@ struct softib_wq {
 	u32 max_sge;
 	u32 head;
 	u32 tail;
+	/* outstanding wr_ids, only with debug_wrid=1 (wrid.c) */
+	struct softib_wrids *wrids;
 };
 
 struct softib_srq {
@@ -213,11 +221,26 @@ struct softib_qp {
 	u8 min_rnr_timer;
 	u8 retry_cnt;
 	u8 timeout;
+	/*
+	 * The QP's work items. They are queued only by softib_qp_queue(),
+	 * which refuses once destroy_qp has set "dying" (both under
+	 * work_lock, the innermost lock), so destroy can cancel them for good.
+	 */
+	spinlock_t work_lock;
+	bool dying;
 	/* delayed: an RNR NAK backs the engine off for the responder's timer */
 	struct delayed_work send_work;
 	struct work_struct err_work;
 	struct work_struct event_work;
 	unsigned long pending_events;
+};
+
+/* what softib_qp_queue() queues */
+enum softib_qp_work {
+	SOFTIB_QPW_SEND,	/* the send engine after "delay", unless pending */
+	SOFTIB_QPW_SEND_NOW,	/* the send engine, cutting a back-off short */
+	SOFTIB_QPW_ERR,		/* move the QP to ERR (a responder failed) */
+	SOFTIB_QPW_EVENT,	/* deliver pending_events */
 };
 
 /* bits of softib_qp.pending_events */
@@ -324,6 +347,7 @@ static inline __be64 softib_port_guid(u32 port)
 /* main.c */
 extern const struct ib_device_ops softib_dev_ops;
 extern bool softib_srq;
+extern bool softib_debug_wrid;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
 
@@ -367,6 +391,8 @@ int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 int softib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int softib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 void softib_mcast_cleanup(struct softib_dev *sdev);
+bool softib_qp_queue(struct softib_qp *qp, enum softib_qp_work which,
+		     unsigned long delay);
 
 /* fabric.c */
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
@@ -378,6 +404,33 @@ void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
 void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 		    const struct ib_sge *src, u32 nsrc, u32 len);
+
+/* wrid.c: debug_wrid bookkeeping; the caller holds the queue's lock */
+int softib_wrids_init(struct softib_wq *wq, struct softib_dev *sdev,
+		      const char *kind);
+void softib_wrids_free(struct softib_wq *wq);
+void softib_wrids_set_qpn(struct softib_wq *wq, u32 qpn);
+void __softib_wrid_post(struct softib_wq *wq, u64 wr_id);
+void __softib_wrid_retire(struct softib_wq *wq, u64 wr_id);
+void __softib_wrids_clear(struct softib_wq *wq);
+
+static inline void softib_wrid_post(struct softib_wq *wq, u64 wr_id)
+{
+	if (unlikely(wq->wrids))
+		__softib_wrid_post(wq, wr_id);
+}
+
+static inline void softib_wrid_retire(struct softib_wq *wq, u64 wr_id)
+{
+	if (unlikely(wq->wrids))
+		__softib_wrid_retire(wq, wr_id);
+}
+
+static inline void softib_wrids_clear(struct softib_wq *wq)
+{
+	if (unlikely(wq->wrids))
+		__softib_wrids_clear(wq);
+}
 
 /* sa.c */
 void softib_sa_init(struct softib_dev *sdev);
@@ -396,6 +449,9 @@ void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g);
 /* policy.c */
 #define SOFTIB_POLICY_MAX	65536
 int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
+
+/* selftest.c */
+int softib_selftest(struct softib_dev *sdev, const char *name);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

@@ -284,12 +284,14 @@ static int softib_wq_init(struct softib_wq *wq, u32 max_wr, u32 max_sge,
 	wq->stride = hdr + max_sge * sizeof(struct ib_sge);
 	wq->head = 0;
 	wq->tail = 0;
+	wq->wrids = NULL;
 	wq->buf = kvcalloc(wq->size, wq->stride, GFP_KERNEL);
 	return wq->buf ? 0 : -ENOMEM;
 }
 
 static void softib_wq_free(struct softib_wq *wq)
 {
+	softib_wrids_free(wq);
 	kvfree(wq->buf);
 	wq->buf = NULL;
 }
@@ -304,6 +306,7 @@ static int softib_wq_post_recv(struct softib_wq *wq, const struct ib_recv_wr *wr
 		return -EINVAL;
 	if (softib_wq_used(wq) == wq->size)
 		return -ENOMEM;
+	softib_wrid_post(wq, wr->wr_id);
 	rwqe = softib_wq_entry(wq, wq->head);
 	rwqe->wr_id = wr->wr_id;
 	rwqe->num_sge = wr->num_sge;
@@ -348,7 +351,10 @@ int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	ret = softib_wq_init(&srq->rq, attr->max_wr, max(attr->max_sge, 1U),
 			     sizeof(struct softib_rwqe));
+	if (!ret)
+		ret = softib_wrids_init(&srq->rq, sdev, "SRQ");
 	if (ret) {
+		softib_wq_free(&srq->rq);
 		atomic_dec(&sdev->n_srq);
 		return ret;
 	}
@@ -482,6 +488,8 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
 	if (init->qp_type == IB_QPT_GSI)
 		qp->qkey = SOFTIB_QP1_QKEY;
+	spin_lock_init(&qp->work_lock);
+	qp->dying = false;
 	INIT_DELAYED_WORK(&qp->send_work, softib_send_worker);
 	INIT_WORK(&qp->err_work, softib_qp_err_work);
 	INIT_WORK(&qp->event_work, softib_qp_event_work);
@@ -489,13 +497,18 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = softib_wq_init(&qp->sq, cap->max_send_wr,
 			     max(cap->max_send_sge, 1U),
 			     sizeof(struct softib_swqe));
+	if (!ret)
+		ret = softib_wrids_init(&qp->sq, sdev, "SQ");
 	if (ret)
-		goto err_put_budget;
+		goto err_free_sq;
 	ret = softib_wq_init(&qp->rq, qp->srq ? 0 : cap->max_recv_wr,
 			     max(cap->max_recv_sge, 1U),
 			     sizeof(struct softib_rwqe));
+	/* with an SRQ the QP's own RQ stays empty: nothing to track */
+	if (!ret && !qp->srq)
+		ret = softib_wrids_init(&qp->rq, sdev, "RQ");
 	if (ret)
-		goto err_free_sq;
+		goto err_free_rq;
 	cap->max_send_wr = qp->sq.size;
 	cap->max_send_sge = qp->sq.max_sge;
 	if (!qp->srq) {
@@ -522,13 +535,14 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_free_rq;
 		ibqp->qp_num = qpn;
 	}
+	softib_wrids_set_qpn(&qp->sq, ibqp->qp_num);
+	softib_wrids_set_qpn(&qp->rq, ibqp->qp_num);
 	return 0;
 
 err_free_rq:
 	softib_wq_free(&qp->rq);
 err_free_sq:
 	softib_wq_free(&qp->sq);
-err_put_budget:
 	atomic_dec(&sdev->n_qp);
 	return ret;
 }
@@ -603,6 +617,8 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			/* back to a fresh QP: WRs are discarded, not completed */
 			qp->sq.tail = qp->sq.head;
 			qp->rq.tail = qp->rq.head;
+			softib_wrids_clear(&qp->sq);
+			softib_wrids_clear(&qp->rq);
 			break;
 		case IB_QPS_ERR:
 			to_err = cur != IB_QPS_ERR;
@@ -621,7 +637,7 @@ out_unlock:
 	if (to_err)
 		softib_qp_entered_error(qp);
 	else if ((mask & IB_QP_STATE) && new == IB_QPS_RTS)
-		mod_delayed_work(sdev->wq, &qp->send_work, 0);
+		softib_qp_queue(qp, SOFTIB_QPW_SEND_NOW, 0);
 	return 0;
 }
 
@@ -631,9 +647,9 @@ static void softib_qp_entered_error(struct softib_qp *qp)
 	softib_flush_rq(qp);
 	if (qp->srq) {
 		set_bit(SOFTIB_EV_LAST_WQE, &qp->pending_events);
-		queue_work(qp->sdev->wq, &qp->event_work);
+		softib_qp_queue(qp, SOFTIB_QPW_EVENT, 0);
 	}
-	mod_delayed_work(qp->sdev->wq, &qp->send_work, 0);
+	softib_qp_queue(qp, SOFTIB_QPW_SEND_NOW, 0);
 }
 
 /* The transport failed the QP (e.g. RNR or retry exceeded): move it to ERR. */
@@ -702,19 +718,104 @@ int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * Queue one of a QP's work items. This is the only place that queues
+ * them: once destroy_qp has set "dying" nothing is queued any more, so
+ * each item, once cancelled synchronously, stays idle. Any context.
+ * Returns whether the item was queued.
+ */
+bool softib_qp_queue(struct softib_qp *qp, enum softib_qp_work which,
+		     unsigned long delay)
+{
+	struct workqueue_struct *wq = qp->sdev->wq;
+	unsigned long flags;
+	bool queued = false;
+
+	spin_lock_irqsave(&qp->work_lock, flags);
+	if (qp->dying)
+		goto out_unlock;
+	switch (which) {
+	case SOFTIB_QPW_SEND:
+		queued = queue_delayed_work(wq, &qp->send_work, delay);
+		break;
+	case SOFTIB_QPW_SEND_NOW:
+		queued = mod_delayed_work(wq, &qp->send_work, 0);
+		break;
+	case SOFTIB_QPW_ERR:
+		queued = queue_work(wq, &qp->err_work);
+		break;
+	case SOFTIB_QPW_EVENT:
+		queued = queue_work(wq, &qp->event_work);
+		break;
+	}
+out_unlock:
+	spin_unlock_irqrestore(&qp->work_lock, flags);
+	return queued;
+}
+
+/*
+ * Remove every completion naming "qp" from a CQ, keeping the order of the
+ * others, as mlx4/mlx5 do for kernel QPs: consumers (in-tree IPoIB CM)
+ * take wc->qp->qp_context for each completion, which would be freed.
+ * Returns how many were removed.
+ */
+static u32 softib_cq_purge_qp(struct softib_cq *cq, struct softib_qp *qp)
+{
+	unsigned long flags;
+	u32 i, src, dst, tail, kept = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	tail = (cq->head + cq->size - cq->count) % cq->size;
+	dst = tail;
+	for (i = 0; i < cq->count; i++) {
+		src = (tail + i) % cq->size;
+		if (cq->ring[src].qp == &qp->ibqp)
+			continue;
+		if (src != dst)
+			cq->ring[dst] = cq->ring[src];
+		dst = (dst + 1) % cq->size;
+		kept++;
+	}
+	i = cq->count - kept;
+	cq->count = kept;
+	cq->head = dst;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return i;
+}
+
 static void softib_mcast_detach_qp(struct softib_dev *sdev, struct softib_qp *qp);
 
 int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct softib_qp *qp = to_sqp(ibqp);
 	struct softib_dev *sdev = qp->sdev;
+	unsigned long flags;
+	u32 purged;
 
 	/*
-	 * 1. Unpublish, so the fabric can no longer find the QP.
-	 * 2. Detach it from every multicast group.
-	 * 3. Wait for deliveries already in flight: they run under RCU.
-	 * 4. Stop our own send engine and pending events; the rings go last.
+	 * 1. "dying": from now on softib_qp_queue() refuses to queue any of
+	 *    the QP's work items, whoever asks: its own engine (RNR back-off,
+	 *    budget, flush after an error), its error work, a consumer's
+	 *    event handler posting a WR from our event work (IPoIB CM posts
+	 *    its drain WR on LAST_WQE_REACHED), or another QP's engine
+	 *    failing this responder. WRs posted from here on stay in the
+	 *    ring and are dropped with it, as on hardware.
+	 * 2. Unpublish, so the fabric can no longer find the QP, and detach
+	 *    it from every multicast group.
+	 * 3. Wait for deliveries already in flight: they run under RCU. After
+	 *    this no other QP's engine holds a pointer to this QP, so none
+	 *    adds a receive completion for it or asks for its error work.
+	 * 4. Cancel the work items synchronously. Their order does not
+	 *    matter: none can be queued again (1), so each is idle once its
+	 *    cancel returns, even if another one was running meanwhile.
+	 * 5. Now nothing can add a completion naming the QP: purge them from
+	 *    its CQs (the consumer no longer calls us for this QP).
+	 * 6. The rings (and their outstanding WRs) go last.
 	 */
+	spin_lock_irqsave(&qp->work_lock, flags);
+	qp->dying = true;
+	spin_unlock_irqrestore(&qp->work_lock, flags);
+
 	if (ibqp->qp_type == IB_QPT_SMI || ibqp->qp_type == IB_QPT_GSI) {
 		struct softib_port *port = softib_port(sdev, qp->port_num);
 
@@ -724,9 +825,17 @@ int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	}
 	softib_mcast_detach_qp(sdev, qp);
 	synchronize_rcu();
+
 	cancel_work_sync(&qp->err_work);
 	cancel_delayed_work_sync(&qp->send_work);
 	cancel_work_sync(&qp->event_work);
+
+	purged = softib_cq_purge_qp(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		purged += softib_cq_purge_qp(qp->rcq, qp);
+	if (purged)
+		atomic64_add(purged, &sdev->purged_cqes);
+
 	softib_wq_free(&qp->rq);
 	softib_wq_free(&qp->sq);
 	atomic_dec(&sdev->n_qp);
@@ -784,12 +893,13 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			wqe->remote_qkey = ud->remote_qkey;
 			wqe->pkey_index = ud->pkey_index;
 		}
+		softib_wrid_post(sq, wr->wr_id);
 		sq->head++;
 	}
 	if (ret)
 		*bad_wr = wr;
 	/* a pending RNR back-off is not cut short by new posts */
-	queue_delayed_work(qp->sdev->wq, &qp->send_work, 0);
+	softib_qp_queue(qp, SOFTIB_QPW_SEND, 0);
 out_unlock:
 	spin_unlock_irqrestore(&sq->lock, flags);
 	return ret;
