@@ -49,6 +49,10 @@ fetch() {
 	local series=$1 abi dir tmp
 
 	metapackage "$series" >/dev/null
+	# one fetch at a time: two "make" runs share the cache (and apt)
+	mkdir -p "$KCACHE"
+	exec 9>"$KCACHE/.lock"
+	flock 9
 	if [[ -s $KCACHE/$series.abi ]]; then
 		abi=$(<"$KCACHE/$series.abi")
 		dir=$KCACHE/$abi
@@ -68,7 +72,6 @@ fetch() {
 	if [[ ! -e $dir/.done ]]; then
 		echo "kernels: fetching linux-image-$abi"
 		rm -rf "$dir"
-		mkdir -p "$KCACHE"
 		tmp=$(mktemp -d "$KCACHE/.fetch.XXXXXX")
 		chown _apt "$tmp" 2>/dev/null || true  # apt downloads as _apt
 		(cd "$tmp" && apt-get download -qq "linux-image-$abi")
