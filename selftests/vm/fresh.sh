@@ -47,6 +47,11 @@ mirror() {
 
 "$ROOT/selftests/vm/deps.sh" debootstrap
 
+# one run at a time: every run reuses $RUN
+mkdir -p "$CACHE/fresh"
+exec 9>"$CACHE/fresh/.lock"
+flock -n 9 || die "another make fresh is running (lock: $CACHE/fresh/.lock)"
+
 if [[ ! -e $BASE/.done ]]; then
 	m=$(mirror)
 	echo "fresh: debootstrap --variant=minbase bookworm (mirror from the host's apt sources) into $BASE"
