@@ -29,6 +29,10 @@ DRIVERS=${DRIVERS:-ours intree}
 REPEAT=${REPEAT:-1}
 export KO_DIR=${KO_DIR:-} LONG=${LONG:-0}
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "guest-suite.sh: REPEAT='$REPEAT' is not a count" >&2; exit 1; }
+for d in $DRIVERS; do
+	[[ $d == ours || $d == intree ]] ||
+		{ echo "guest-suite.sh: DRIVERS='$DRIVERS': want ours, intree or both" >&2; exit 1; }
+done
 
 default_timeout=$(sed -n 's/^timeout=\([0-9]\+\)$/\1/p' "$DIR/settings" 2>/dev/null)
 default_timeout=${default_timeout:-120}
