@@ -277,6 +277,7 @@ void softib_debugfs_init(struct softib_dev *sdev)
 	/* "unsafe": flush must reach us; .owner pins the module while open */
 	debugfs_create_file_unsafe("partitions", 0644, sdev->debugfs, sdev,
 				   &softib_partitions_fops);
+	softib_fault_init(sdev);
 	ports = debugfs_create_dir("ports", sdev->debugfs);
 	for (i = 0; i < sdev->nports; i++) {
 		struct softib_port *port = &sdev->ports[i];

@@ -108,6 +108,7 @@ struct softib_dev {
 	atomic64_t purged_cqes;
 	/* wr_id bookkeeping errors seen with debug_wrid=1 */
 	atomic64_t wrid_errors;
+	atomic_t fault_post_srq;	/* fault.c: calls until one fails */
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -452,6 +453,10 @@ int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
 /* selftest.c */
 int softib_selftest(struct softib_dev *sdev, const char *name);
+
+/* fault.c */
+void softib_fault_init(struct softib_dev *sdev);
+bool softib_fault_post_srq(struct softib_dev *sdev);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

@@ -409,6 +409,10 @@ int softib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
+	if (softib_fault_post_srq(to_sdev(ibsrq->device))) {
+		*bad_wr = wr;
+		return -ENOMEM;
+	}
 	spin_lock_irqsave(&srq->rq.lock, flags);
 	for (; wr; wr = wr->next) {
 		ret = softib_wq_post_recv(&srq->rq, wr);

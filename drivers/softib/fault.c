@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * softib: fault injection under debugfs softib/<device>/fault/, for tests
+ * of how consumers handle what real HCAs do rarely and on their own.
+ * Documented in Documentation/softib.rst.
+ *
+ *  qp_error       (write a QPN) the HCA fails the QP, as after a transport
+ *                 or local error: it goes to ERR, its receives flush and
+ *                 a QP on an SRQ gets IB_EVENT_QP_LAST_WQE_REACHED, with
+ *                 no error completion and nothing the consumer asked for.
+ *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
+ *                 with -ENOMEM, once, as on an SRQ that is full; reads
+ *                 how many calls are left (0: disarmed).
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/debugfs.h>
+#include <linux/uaccess.h>
+
+#include "softib.h"
+
+/* Whether this ib_post_srq_recv() is the one fail_post_srq picked. */
+bool softib_fault_post_srq(struct softib_dev *sdev)
+{
+	/* counts down to 0 once; at 0 (disarmed) it stays there */
+	return atomic_dec_if_positive(&sdev->fault_post_srq) == 0;
+}
+
+static int softib_fault_qp_error_set(void *data, u64 val)
+{
+	struct softib_dev *sdev = data;
+	struct softib_qp *qp;
+	int ret = 0;
+
+	/* QP0/QP1 are per port and not in the table: they cannot fail here */
+	if (val < 2 || val > U32_MAX) {
+		pr_info("softib: fault/qp_error: write the number of an RC or UD QP (2 or more)\n");
+		return -EINVAL;
+	}
+	/* destroy_qp erases the QPN, then waits for RCU readers like us */
+	rcu_read_lock();
+	qp = xa_load(&sdev->qps, val);
+	if (!qp)
+		ret = -ENOENT;
+	else
+		softib_qp_queue(qp, SOFTIB_QPW_ERR, 0);
+	rcu_read_unlock();
+	if (ret)
+		pr_info("softib: fault/qp_error: no QP 0x%06llx on %s (see rdma res show qp)\n",
+			val, dev_name(&sdev->ibdev.dev));
+	return ret;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_qp_error_fops, NULL,
+			 softib_fault_qp_error_set, "%llu\n");
+
+static int softib_fault_post_srq_get(void *data, u64 *val)
+{
+	struct softib_dev *sdev = data;
+
+	*val = atomic_read(&sdev->fault_post_srq);
+	return 0;
+}
+
+static int softib_fault_post_srq_set(void *data, u64 val)
+{
+	struct softib_dev *sdev = data;
+
+	if (val > INT_MAX)
+		return -ERANGE;
+	atomic_set(&sdev->fault_post_srq, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_post_srq_fops, softib_fault_post_srq_get,
+			 softib_fault_post_srq_set, "%llu\n");
+
+void softib_fault_init(struct softib_dev *sdev)
+{
+	struct dentry *dir = debugfs_create_dir("fault", sdev->debugfs);
+
+	atomic_set(&sdev->fault_post_srq, 0);
+	debugfs_create_file_unsafe("qp_error", 0200, dir, sdev,
+				   &softib_fault_qp_error_fops);
+	debugfs_create_file_unsafe("fail_post_srq", 0644, dir, sdev,
+				   &softib_fault_post_srq_fops);
+}
