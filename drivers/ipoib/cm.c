@@ -170,22 +170,34 @@ static int ipoib_cm_post_rx(struct ipoib_dev_priv *priv,
 	return ret;
 }
 
-/* Fill and post a whole ring (process context). */
+/*
+ * Fill and post a whole ring (process context). The SRQ ring may be
+ * filled in several attempts (one per REQ, under cm_mutex): each resumes
+ * at the first slot the last one did not post, as the slots before it
+ * are on the SRQ and posting them again would hand one buffer to the HCA
+ * twice.
+ */
 static int ipoib_cm_fill_ring(struct ipoib_dev_priv *priv,
 			      struct ipoib_cm_rx *rx)
 {
 	struct ipoib_cm_rx_buf *ring = rx ? rx->ring : priv->srq_ring;
-	unsigned int i;
-	int ret;
+	unsigned int i = 0;
+	int ret = 0;
 
-	for (i = 0; i < priv->rx_size; i++) {
+	if (!rx) {
+		lockdep_assert_held(&priv->cm_mutex);
+		i = priv->srq_fill_next;
+	}
+	for (; i < priv->rx_size; i++) {
 		ret = ipoib_cm_fill_buf(priv, &ring[i], GFP_KERNEL);
 		if (!ret)
 			ret = ipoib_cm_post_rx(priv, rx, i);
 		if (ret)
-			return ret;
+			break;
 	}
-	return 0;
+	if (!rx)
+		priv->srq_fill_next = i;
+	return ret;
 }
 
 /* ---- SRQ, CQ budget, listener ---- */
@@ -208,6 +220,7 @@ int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
 
 	priv->srq = NULL;
 	priv->srq_filled = false;
+	priv->srq_fill_next = 0;
 	if (!priv->ca->attrs.max_srq ||
 	    priv->ca->attrs.max_srq_sge < IPOIB_CM_SGE)
 		return 0;
@@ -235,6 +248,8 @@ void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 	priv->srq = NULL;
 	ipoib_cm_free_ring(priv, priv->srq_ring);
 	priv->srq_ring = NULL;
+	priv->srq_filled = false;
+	priv->srq_fill_next = 0;
 }
 
 /*

@@ -260,6 +260,7 @@ struct ipoib_dev_priv {
 	struct ib_srq *srq;		/* NULL: a ring per connection */
 	struct ipoib_cm_rx_buf *srq_ring;
 	bool srq_filled;		/* buffers go in with the first REQ */
+	unsigned int srq_fill_next;	/* first slot not posted yet; cm_mutex */
 	struct mutex cm_mutex;		/* srq_filled; rx lifetime vs. reaper */
 	struct list_head cm_passive;	/* LIVE and ERROR */
 	struct list_head cm_flush;	/* FLUSH: last WQE reached */
