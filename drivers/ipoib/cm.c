@@ -355,13 +355,32 @@ static void ipoib_cm_rx_event(struct ib_event *ev, void *ctx)
 		ib_cm_notify(rx->id, IB_EVENT_COMM_EST);
 		break;
 	case IB_EVENT_QP_LAST_WQE_REACHED:
+		/*
+		 * Not only after our own move to ERR: the HCA may fail a QP
+		 * on its own (a local or transport error), and then this
+		 * event, once, is all we hear of it (no receive of ours was
+		 * on the QP to flush with an error).
+		 */
 		spin_lock_irqsave(&priv->lock, flags);
-		if (rx->state == IPOIB_CM_RX_ERROR) {
+		switch (rx->state) {
+		case IPOIB_CM_RX_NEW:
+			rx->last_wqe = true;	/* ipoib_cm_req() refuses it */
+			break;
+		case IPOIB_CM_RX_LIVE:
+		case IPOIB_CM_RX_ERROR:
 			rx->state = IPOIB_CM_RX_FLUSH;
 			list_move_tail(&rx->node, &priv->cm_flush);
 			ipoib_cm_start_drain(priv);
+			break;
+		default:
+			break;	/* already on its way out */
 		}
 		spin_unlock_irqrestore(&priv->lock, flags);
+		break;
+	case IB_EVENT_QP_FATAL:
+		/* without an SRQ no LAST_WQE comes: let the stale scan close it */
+		WRITE_ONCE(rx->failed, true);
+		mod_delayed_work(ipoib_wq, &priv->cm_stale_work, 0);
 		break;
 	default:
 		break;
@@ -509,7 +528,9 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	rx->priv = priv;
 	rx->id = id;
 	rx->remote_qpn = ev->param.req_rcvd.remote_qpn;
-	rx->state = IPOIB_CM_RX_LIVE;
+	/* NEW until published: the QP's events may come before that */
+	INIT_LIST_HEAD(&rx->node);
+	rx->state = IPOIB_CM_RX_NEW;
 	rx->last_active = jiffies;
 	if (!priv->srq) {
 		init.cap.max_recv_wr = priv->rx_size;
@@ -544,6 +565,13 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	}
 
 	spin_lock_irq(&priv->lock);
+	if (rx->last_wqe) {
+		/* the HCA failed the QP already; nothing was received on it */
+		spin_unlock_irq(&priv->lock);
+		ret = -EIO;
+		goto err_destroy_qp;
+	}
+	rx->state = IPOIB_CM_RX_LIVE;
 	list_add_tail(&rx->node, &priv->cm_passive);
 	spin_unlock_irq(&priv->lock);
 	id->context = rx;
@@ -663,6 +691,13 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 		       !list_empty(&priv->cm_dead);
 		if (busy && time_after(jiffies, deadline)) {
 			netdev_warn(priv->dev, "connections not drained after 5s: destroying them\n");
+			/* DEAD: a late LAST_WQE must not move them off cm_dead */
+			list_for_each_entry(rx, &priv->cm_passive, node)
+				rx->state = IPOIB_CM_RX_DEAD;
+			list_for_each_entry(rx, &priv->cm_flush, node)
+				rx->state = IPOIB_CM_RX_DEAD;
+			list_for_each_entry(rx, &priv->cm_drain, node)
+				rx->state = IPOIB_CM_RX_DEAD;
 			list_splice_init(&priv->cm_passive, &priv->cm_dead);
 			list_splice_init(&priv->cm_flush, &priv->cm_dead);
 			list_splice_init(&priv->cm_drain, &priv->cm_dead);

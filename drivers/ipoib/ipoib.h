@@ -151,6 +151,7 @@ struct ipoib_cm_tx {
 };
 
 enum ipoib_cm_rx_state {
+	IPOIB_CM_RX_NEW,		/* being accepted, on no list */
 	IPOIB_CM_RX_LIVE,
 	IPOIB_CM_RX_ERROR,		/* QP in ERR, waiting for the last WQE */
 	IPOIB_CM_RX_FLUSH,		/* last WQE reached, drain to be posted */
@@ -169,6 +170,7 @@ struct ipoib_cm_rx {
 	struct ipoib_cm_rx_buf *ring;	/* without an SRQ only */
 	unsigned int posted;		/* without an SRQ: receives out */
 	bool failed;			/* a receive failed: close it */
+	bool last_wqe;			/* LAST_WQE_REACHED while NEW */
 	unsigned long last_active;	/* jiffies */
 };
 
