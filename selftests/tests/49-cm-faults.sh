@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: both
+# timeout: 180
+#
+# Connected mode when the HCA misbehaves, through softib's fault/ knobs.
+# ib0 (in A) is connected, ib1 (in B) datagram, so that the only RC QP
+# on ib1's port is the passive one of A's connection.
+#
+# - fail_post_srq (ours only; in-tree fills its SRQ when the interface
+#   opens): ib1's SRQ fill on the first REQ fails part way. The REQ is
+#   refused, A uses UD and retries; the retry must complete the fill from
+#   where it stopped, not post the first slots a second time (debug_wrid
+#   counts that in wrid_errors, and WARNs).
+# - qp_error: softib fails ib1's passive QP as an HCA would on its own
+#   (ERR, LAST_WQE_REACHED, no error completion). The QP must be
+#   destroyed within 2 s, pings must recover over a new connection, and
+#   ib1 must go down quickly (< 3 s), not after the 5 s drain timeout.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping rdma
+
+# rc_qpns PORT: the RC QPNs on softib0 port PORT
+rc_qpns() {
+	rdma res show qp link "softib0/$1" 2>/dev/null |
+		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
+}
+
+# rc_up PORT: an RC QP on the port is in RTS
+rc_up() {
+	rdma res show qp link "softib0/$1" 2>/dev/null | grep -q 'type RC state RTS'
+}
+
+wrid_errors() {
+	awk '$1 == "wrid_errors" { print $2 }' "$SOFTIB_DBG/stats"
+}
+
+ktap_header 7
+ktap_diag "IPOIB=$IPOIB"
+
+ipoib_fabric_up
+ktap_result $? "ib0/ib1 up in datagram mode" || ktap_finish
+
+ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
+ktap_result $? "ib0 connected, ib1 datagram" || ktap_finish
+
+# ---- a partial SRQ fill ----
+if [[ $IPOIB == ours ]]; then
+	RET=0
+	before=$(wrid_errors)
+	# the first REQ posts 49 receives, the 50th fails
+	echo 50 >"$SOFTIB_DBG/fault/fail_post_srq"
+	check_err $? "fault/fail_post_srq"
+	# -ENOMEM from the REQ handler: the CM sends no REJ, the peer
+	# repeats its REQ after the CM response timeout (about 4 s)
+	ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
+	[[ $(cat "$SOFTIB_DBG/fault/fail_post_srq") == 0 ]]
+	check_err $? "the SRQ post fault did not fire"
+	slowwait 20 sh -c "ip netns exec $A ping -c 1 -W 1 192.0.2.2 >/dev/null; rdma res show qp link softib0/2 | grep -q 'type RC state RTS'" >/dev/null
+	check_err $? "no connection after the failed SRQ fill"
+	after=$(wrid_errors)
+	((after == before))
+	check_err $? "wrid_errors $before -> $after: SRQ receives posted twice"
+	log_test "SRQ fill that failed part way resumes where it stopped"
+else
+	ktap_skip "SRQ fill that failed part way resumes where it stopped" \
+		"in-tree fills its SRQ when the interface opens"
+fi
+
+# ---- the HCA fails a passive QP ----
+RET=0
+ip netns exec "$A" ping -c 2 -W 3 192.0.2.2 >/dev/null
+check_err $? "ping before"
+slowwait 10 rc_up 2 >/dev/null
+check_err $? "no RC QP on ib1's port"
+qpns=$(rc_qpns 2)
+qpn=$(head -1 <<<"$qpns")
+[[ $(wc -w <<<"$qpns") == 1 && -n $qpn ]]
+check_err $? "expected one passive RC QP on port 2, found: $(xargs <<<"$qpns")"
+log_test "one passive RC QP on ib1's port"
+
+RET=0
+echo "$qpn" >"$SOFTIB_DBG/fault/qp_error"
+check_err $? "fault/qp_error $qpn"
+busywait 2000 sh -c "! rdma res show qp link softib0/2 lqpn $qpn 2>/dev/null | grep -q RC" >/dev/null
+check_err $? "QPN $qpn is still there 2 s after the HCA failed it: $(rdma res show qp link softib0/2 lqpn "$qpn" 2>&1 | xargs)"
+log_test "a passive QP the HCA failed is destroyed"
+
+RET=0
+slowwait 15 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
+check_err $? "no ping after the QP failure"
+slowwait 10 rc_up 2 >/dev/null
+check_err $? "no new connection"
+log_test "pings recover over a new connection"
+
+RET=0
+echo "49-cm-faults: ifdown" >/dev/kmsg
+start=$(date +%s%3N)
+ip -n "$B" link set ib1 down
+check_err $? "ib1 down"
+ms=$(($(date +%s%3N) - start))
+ktap_diag "ib1 down took $ms ms"
+((ms < 3000))
+check_err $? "ib1 down took $ms ms"
+! dmesg | sed -n '/49-cm-faults: ifdown/,$p' | grep -q "not drained"
+check_err $? "$(dmesg | grep "not drained" | tail -1)"
+log_test "ib1 goes down at once"
+
+ktap_finish
