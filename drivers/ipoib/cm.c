@@ -855,13 +855,16 @@ void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		return;
 	}
 	ipoib_tx_done(priv, &tx->ring[i], wc->status);
-	/* pairs with the acquire in ipoib_cm_tx_teardown() */
-	smp_store_release(&tx->tail, tx->tail + 1);
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
 		ipoib_dbg(priv, "connection to QPN 0x%06x failed: %s\n",
 			  tx->qpn, ib_wc_status_msg(wc->status));
 		ipoib_cm_tx_close(tx, false);
 	}
+	/*
+	 * Last access to tx: once tail reaches head, ipoib_cm_tx_teardown()
+	 * may free it. Pairs with the acquire there.
+	 */
+	smp_store_release(&tx->tail, tx->tail + 1);
 }
 
 /* ---- active side ---- */
