@@ -858,7 +858,12 @@ void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
 		ipoib_dbg(priv, "connection to QPN 0x%06x failed: %s\n",
 			  tx->qpn, ib_wc_status_msg(wc->status));
-		ipoib_cm_tx_close(tx, false);
+		/*
+		 * A receiver out of buffers (we ask for no RNR retries, as
+		 * in-tree does): UD carries the traffic for the backoff
+		 * instead of a reconnect that would meet the same queue.
+		 */
+		ipoib_cm_tx_close(tx, wc->status == IB_WC_RNR_RETRY_EXC_ERR);
 	}
 	/*
 	 * Last access to tx: once tail reaches head, ipoib_cm_tx_teardown()
@@ -995,7 +1000,14 @@ static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
 		.responder_resources = 4,
 		.remote_cm_response_timeout = 20,
 		.local_cm_response_timeout = 20,
-		.rnr_retry_count = 7,
+		/*
+		 * As in-tree: an in-tree receiver echoes this in its REP (our
+		 * QP then uses it) with a 655 ms RNR timer; 7 would stall each
+		 * send that meets its empty queue for that long, forever.
+		 * With 0 the send fails and ipoib_cm_handle_wc() falls back
+		 * to UD. Our receivers answer 7 with a 1.28 ms timer.
+		 */
+		.rnr_retry_count = 0,
 		.max_cm_retries = 15,
 	};
 	struct sa_path_rec rec;
