@@ -920,6 +920,7 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 	struct ipoib_dev_priv *priv = tx->priv;
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	unsigned long deadline = jiffies + 5 * HZ;
+	bool timed_out = false;
 	unsigned int i;
 
 	/* first: no more CM events (DREQ or REJ goes to the peer) */
@@ -934,6 +935,7 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 			if (time_after(jiffies, deadline)) {
 				netdev_warn(priv->dev, "%u sends to QPN 0x%06x not flushed after 5s\n",
 					    tx->head - tx->tail, tx->qpn);
+				timed_out = true;
 				break;
 			}
 			usleep_range(1000, 2000);
@@ -941,21 +943,31 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 		ib_destroy_qp(tx->qp);
 		tx->qp = NULL;
 	}
-	if (tx->ring) {
+	if (timed_out) {
 		/*
 		 * Sends the timeout left: the QP is gone and so are their
 		 * completions (the HCA purges them), so free them here, in
-		 * softirq context as NAPI does (napi_consume_skb).
+		 * softirq context as NAPI does (napi_consume_skb). NAPI must
+		 * be off meanwhile: a poll may hold a completion of this QP
+		 * it took before the purge (it would free the slot too), and
+		 * ipoib_tx_done() counts global_tail and the stats, which
+		 * only NAPI writes. Teardown always runs before
+		 * ipoib_transport_down() (ipoib_halt() flushes the paths
+		 * first), so NAPI is enabled here.
 		 */
+		napi_disable(&priv->napi);
 		local_bh_disable();
 		for (i = 0; i < priv->tx_size; i++)
 			if (tx->ring[i].skb)
 				ipoib_tx_done(priv, &tx->ring[i],
 					      IB_WC_WR_FLUSH_ERR);
+		napi_enable(&priv->napi);
+		/* an event that came while it was off scheduled nothing */
+		napi_schedule(&priv->napi);
 		local_bh_enable();
-		kvfree(tx->ring);
-		tx->ring = NULL;
 	}
+	kvfree(tx->ring);
+	tx->ring = NULL;
 	tx->head = 0;
 	tx->tail = 0;
 }
