@@ -40,6 +40,22 @@ module_param_named(max_nonsrq_conn_qp, ipoib_max_nonsrq_conn_qp, uint, 0444);
 MODULE_PARM_DESC(max_nonsrq_conn_qp,
 		 "Max number of connected-mode QPs per interface (applied only if shared receive queue is not available)");
 
+/*
+ * Peers decide how many connections they open to us, and which peers we
+ * connect to is up to whoever sends us traffic: both tables are bounded,
+ * and at the limit the connection used least recently is closed (its
+ * peer reconnects when it next has traffic, as after the idle timeout).
+ */
+unsigned int ipoib_max_cm_passive = 4096;
+module_param_named(max_cm_passive, ipoib_max_cm_passive, uint, 0444);
+MODULE_PARM_DESC(max_cm_passive,
+		 "Max connections peers may open to one interface; at the limit a new one is refused and the least recently active one closed (default 4096)");
+
+unsigned int ipoib_max_cm_active = 4096;
+module_param_named(max_cm_active, ipoib_max_cm_active, uint, 0444);
+MODULE_PARM_DESC(max_cm_active,
+		 "Max connections one interface opens to peers; at the limit the least recently used one is closed and the new peer reached over datagrams for a second (default 4096)");
+
 #define IPOIB_CM_RX_TIMEOUT	(512 * HZ)	/* idle passive connections go */
 #define IPOIB_CM_RX_SCAN	(64 * HZ)
 #define IPOIB_CM_MAX_BACKOFF	64		/* seconds of UD after a refusal */
@@ -409,6 +425,7 @@ static void ipoib_cm_reap_work(struct work_struct *work)
 		spin_lock_irq(&priv->lock);
 		if (!priv->srq)
 			priv->cm_nonsrq--;
+		priv->cm_rx_count--;
 		spin_unlock_irq(&priv->lock);
 		kfree(rx);
 	}
@@ -469,6 +486,42 @@ static int ipoib_cm_modify(struct ib_cm_id *id, struct ib_qp *qp,
 	return ib_modify_qp(qp, &attr, mask);
 }
 
+/*
+ * Take a slot for one more passive connection (CM thread). At the limit
+ * the REQ is refused (the peer retries: ours after a second of UD) and
+ * the connection least recently active is closed to make room, so that
+ * a peer with traffic gets in while idle peers only reconnect later.
+ * Refusing instead of waiting for the close keeps the bound strict.
+ */
+static int ipoib_cm_rx_admit(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_cm_rx *rx, *victim = NULL;
+
+	mutex_lock(&priv->cm_mutex);	/* keeps the victim from the reaper */
+	spin_lock_irq(&priv->lock);
+	if (priv->cm_rx_count < max(READ_ONCE(ipoib_max_cm_passive), 1U)) {
+		priv->cm_rx_count++;
+		spin_unlock_irq(&priv->lock);
+		mutex_unlock(&priv->cm_mutex);
+		return 0;
+	}
+	list_for_each_entry(rx, &priv->cm_passive, node)
+		if (rx->state == IPOIB_CM_RX_LIVE &&
+		    (!victim || time_before(READ_ONCE(rx->last_active),
+					    READ_ONCE(victim->last_active))))
+			victim = rx;
+	priv->cm_passive_refused++;
+	if (victim)
+		priv->cm_passive_evicted++;
+	spin_unlock_irq(&priv->lock);
+	ipoib_dbg(priv, "refusing a connection: %u already (max_cm_passive)%s\n",
+		  priv->cm_rx_count, victim ? ", closing the least active" : "");
+	if (victim)
+		ipoib_cm_rx_error(victim);
+	mutex_unlock(&priv->cm_mutex);
+	return -EBUSY;
+}
+
 /* A peer asks to connect (CM thread; may sleep). Non-zero: REJ. */
 static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
@@ -499,9 +552,14 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	u32 psn;
 	int ret;
 
+	if (ipoib_cm_rx_admit(priv)) {
+		ib_send_cm_rej(id, IB_CM_REJ_NO_QP, NULL, 0, NULL, 0);
+		return -EINVAL;
+	}
 	if (!priv->srq) {
 		spin_lock_irq(&priv->lock);
 		if (priv->cm_nonsrq >= priv->cm_nonsrq_max) {
+			priv->cm_rx_count--;
 			spin_unlock_irq(&priv->lock);
 			ipoib_dbg(priv, "refusing a connection: %u without SRQ already (max_nonsrq_conn_qp)\n",
 				  priv->cm_nonsrq);
@@ -517,7 +575,7 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 			priv->srq_filled = true;
 		mutex_unlock(&priv->cm_mutex);
 		if (ret)
-			return ret;
+			goto err_count;
 	}
 
 	rx = kzalloc(sizeof(*rx), GFP_KERNEL);
@@ -596,11 +654,11 @@ err_free_ring:
 err_free_rx:
 	kfree(rx);
 err_count:
-	if (!priv->srq) {
-		spin_lock_irq(&priv->lock);
+	spin_lock_irq(&priv->lock);
+	if (!priv->srq)
 		priv->cm_nonsrq--;
-		spin_unlock_irq(&priv->lock);
-	}
+	priv->cm_rx_count--;
+	spin_unlock_irq(&priv->lock);
 	return ret;
 }
 
@@ -1078,6 +1136,8 @@ static void ipoib_cm_tx_work(struct work_struct *work)
 				else
 					tx->state = IPOIB_CM_TX_CONNECTING;
 			}
+			if (tx->state == IPOIB_CM_TX_IDLE)
+				priv->cm_tx_qps--;
 		}
 		state = tx->state;
 		spin_unlock_irq(&priv->lock);
@@ -1188,6 +1248,7 @@ static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 		goto err_drop;
 	}
 	tx->head++;
+	tx->last_used = jiffies;
 	ipoib_tx_sent(priv);
 	return;
 
@@ -1195,6 +1256,32 @@ err_drop:
 	buf->skb = NULL;
 	priv->dev->stats.tx_errors++;
 	dev_kfree_skb_any(skb);
+}
+
+/*
+ * At max_cm_active (priv->lock held): close the connection that sent
+ * least recently, so that a new peer gets one soon; false if none is up.
+ */
+static bool ipoib_cm_tx_evict(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_cm_tx *tx, *victim = NULL;
+	struct ipoib_path *path;
+	unsigned int bkt;
+
+	lockdep_assert_held(&priv->lock);
+	hash_for_each(priv->paths, bkt, path, node)
+		list_for_each_entry(tx, &path->cm_tx, node)
+			if (tx->state == IPOIB_CM_TX_UP &&
+			    (!victim ||
+			     time_before(tx->last_used, victim->last_used)))
+				victim = tx;
+	if (!victim)
+		return false;
+	victim->state = IPOIB_CM_TX_CLOSING;
+	victim->retry_later = false;
+	queue_work(ipoib_wq, &victim->work);
+	priv->cm_active_evicted++;
+	return true;
 }
 
 /*
@@ -1236,6 +1323,17 @@ found:
 	case IPOIB_CM_TX_IDLE:
 		if (tx->retry_later && time_before(jiffies, tx->retry_after))
 			return 1;
+		if (priv->cm_tx_qps >= max(READ_ONCE(ipoib_max_cm_active), 1U)) {
+			/* UD for a second: by then the victim's QP is gone */
+			priv->cm_active_refused++;
+			if (ipoib_cm_tx_evict(priv))
+				ipoib_dbg(priv, "%u connections (max_cm_active): closed the least used\n",
+					  priv->cm_tx_qps);
+			tx->retry_later = true;
+			tx->retry_after = jiffies + HZ;
+			return 1;
+		}
+		priv->cm_tx_qps++;
 		tx->state = IPOIB_CM_TX_CONNECTING;
 		queue_work(ipoib_wq, &tx->work);
 		fallthrough;
@@ -1258,6 +1356,9 @@ void ipoib_cm_path_release(struct ipoib_path *path)
 
 	list_for_each_entry_safe(tx, tmp, &path->cm_tx, node) {
 		spin_lock_irq(&priv->lock);
+		if (tx->state != IPOIB_CM_TX_IDLE &&
+		    tx->state != IPOIB_CM_TX_DYING)
+			priv->cm_tx_qps--;
 		tx->state = IPOIB_CM_TX_DYING;	/* nobody queues work now */
 		spin_unlock_irq(&priv->lock);
 		cancel_work_sync(&tx->work);

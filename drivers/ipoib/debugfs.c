@@ -99,6 +99,11 @@ static int ipoib_cm_show(struct seq_file *m, void *unused)
 	seq_printf(m, "# mode %s, %s\n", priv->cm_mode ? "connected" : "datagram",
 		   priv->srq ? "SRQ" : "a receive ring per connection");
 	spin_lock_irq(&priv->lock);
+	seq_printf(m, "# passive %u/%u evicted %llu refused %llu, active %u/%u evicted %llu refused %llu\n",
+		   priv->cm_rx_count, ipoib_max_cm_passive,
+		   priv->cm_passive_evicted, priv->cm_passive_refused,
+		   priv->cm_tx_qps, ipoib_max_cm_active,
+		   priv->cm_active_evicted, priv->cm_active_refused);
 	hash_for_each(priv->paths, bkt, path, node) {
 		list_for_each_entry(tx, &path->cm_tx, node) {
 			seq_printf(m, "out %pI6c 0x%06x %s %u %u", path->dgid.raw,

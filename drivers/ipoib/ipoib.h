@@ -140,6 +140,7 @@ struct ipoib_cm_tx {
 	bool retry_later;		/* refused: UD until retry_after */
 	unsigned long retry_after;
 	unsigned int backoff;		/* seconds */
+	unsigned long last_used;	/* jiffies of the last send */
 	unsigned int mtu;		/* the peer's limit, header included */
 	struct ib_cm_id *id;
 	struct ib_qp *qp;
@@ -206,6 +207,7 @@ struct ipoib_mcast {
 	enum ipoib_mcast_state state;
 	int status;			/* last join failure */
 	unsigned int backoff;		/* seconds */
+	unsigned long last_used;	/* jiffies of the last send */
 	unsigned long retry_after;	/* jiffies */
 	struct ib_sa_multicast *mc;
 	struct ib_sa_mcmember_rec rec;
@@ -271,6 +273,13 @@ struct ipoib_dev_priv {
 	bool cm_draining;		/* a drain WR is in flight */
 	unsigned int cm_nonsrq;		/* passive connections with a ring */
 	unsigned int cm_nonsrq_max;	/* what max_nonsrq_conn_qp and CQ allow */
+	unsigned int cm_rx_count;	/* passive connections, any state */
+	unsigned int cm_tx_qps;		/* active ones connecting, up or closing */
+	/* limits reached (max_cm_passive, max_cm_active); under priv->lock */
+	u64 cm_passive_evicted;		/* closed to make room */
+	u64 cm_passive_refused;		/* REQs refused at the limit */
+	u64 cm_active_evicted;
+	u64 cm_active_refused;		/* packets sent over UD at the limit */
 	struct work_struct cm_reap_work;
 	struct delayed_work cm_stale_work;
 
@@ -375,6 +384,8 @@ void ipoib_path_gc_start(struct ipoib_dev_priv *priv);
 
 /* cm.c */
 extern unsigned int ipoib_max_nonsrq_conn_qp;
+extern unsigned int ipoib_max_cm_passive;
+extern unsigned int ipoib_max_cm_active;
 void ipoib_cm_init(struct ipoib_dev_priv *priv);
 int ipoib_cm_transport_init(struct ipoib_dev_priv *priv);
 void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv);
