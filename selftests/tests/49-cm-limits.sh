@@ -1,0 +1,130 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: ours
+# timeout: 300
+#
+# Bounded connected-mode state: ours loaded with max_cm_passive=3 and
+# max_cm_active=3. Six peers (children of ib1, each in its own netns)
+# connect to ib0: at most three passive connections exist at any time,
+# the least recently active is closed for a newcomer (evicted/refused
+# counted in debugfs cm), and every peer still reaches ib0 (UD while
+# refused). Then ib0 connects to the six: at most three active
+# connections, evictions counted, every peer reached.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping rdma
+
+N=6
+MAX=3
+ktap_header 6
+
+# cm_dbg DEV: the debugfs cm file of our interface DEV
+cm_dbg() {
+	local d
+
+	for d in /sys/kernel/debug/ipoib/*/; do
+		[[ $(cat "$d/name" 2>/dev/null) == "$1" ]] && echo "$d/cm" && return 0
+	done
+	return 1
+}
+
+# cm_limits DEV: "passive N active N pevicted N prefused N aevicted N arefused N"
+cm_limits() {
+	sed -n 's|^# passive \([0-9]*\)/[0-9]* evicted \([0-9]*\) refused \([0-9]*\), active \([0-9]*\)/[0-9]* evicted \([0-9]*\) refused \([0-9]*\)|\1 \4 \2 \3 \5 \6|p' "$(cm_dbg "$1")"
+}
+
+modprobe ib_cm
+load_softib && slowwait 10 softib_ports_active >/dev/null &&
+	load_ipoib max_cm_passive=$MAX max_cm_active=$MAX &&
+	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
+ktap_result $? "ib_ipoib max_cm_passive=$MAX max_cm_active=$MAX" || ktap_finish
+defer unload_softib
+defer unload_ipoib
+
+RET=0
+setup_ns A
+ip link set ib0 netns "$A" && ip -n "$A" addr add 192.0.2.1/24 dev ib0 &&
+	ip -n "$A" link set ib0 up && ip link set ib1 up
+check_err $? "ib0 in A"
+peers=()
+for i in $(seq 1 $N); do
+	setup_ns P
+	peers+=("$P")
+	ip link add link ib1 name peer$i type ipoib pkey 0xffff &&
+		ip link set peer$i netns "$P" &&
+		ip -n "$P" link set peer$i type ipoib mode connected &&
+		ip -n "$P" addr add "192.0.2.$((10 + i))/24" dev peer$i &&
+		ip -n "$P" link set peer$i up
+	check_err $? "peer$i"
+done
+slowwait 20 ipoib_lower_up "$A" ib0 >/dev/null
+check_err $? "ib0 has no carrier"
+for i in $(seq 1 $N); do
+	slowwait 20 ipoib_lower_up "${peers[i - 1]}" peer$i >/dev/null
+	check_err $? "peer$i has no carrier"
+done
+[[ -n $(cm_limits ib0) ]]
+check_err $? "no limits line in $(cm_dbg ib0)"
+log_test "$N connected-mode peers on ib1, ib0 in datagram mode"
+
+# ---- passive: peers connect to ib0 ----
+RET=0
+maxseen=0
+for round in 1 2; do
+	for i in $(seq 1 $N); do
+		ip netns exec "${peers[i - 1]}" ping -c 2 -i 0.3 -W 2 192.0.2.1 >/dev/null
+		check_err $? "round $round: peer$i cannot reach ib0"
+		read -r np _ <<<"$(cm_limits ib0)"
+		((np > maxseen)) && maxseen=$np
+		sleep 0.3
+	done
+done
+read -r np na pev pref aev aref <<<"$(cm_limits ib0)"
+ktap_diag "ib0 passive: at most $maxseen seen, now $np; evicted $pev, refused $pref"
+((maxseen <= MAX))
+check_err $? "$maxseen passive connections (max $MAX)"
+((pev > 0 && pref > 0))
+check_err $? "nothing evicted ($pev) or refused ($pref)"
+log_test "passive connections stay within max_cm_passive, evictions counted"
+
+RET=0
+qps=$(rdma res show qp link softib0/1 | grep -c 'type RC')
+ktap_diag "RC QPs on ib0's port: $qps"
+((qps <= MAX))
+check_err $? "$qps RC QPs on ib0's port (max $MAX passive, no active)"
+log_test "RC QPs on ib0's port within the bound"
+
+# ---- active: ib0 connects to the peers ----
+RET=0
+for i in $(seq 1 $N); do
+	ip -n "${peers[i - 1]}" link set peer$i type ipoib mode datagram
+done
+ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
+check_err $? "ib0 connected"
+maxseen=0
+for round in 1 2; do
+	for i in $(seq 1 $N); do
+		ip netns exec "$A" ping -c 2 -i 0.3 -W 2 "192.0.2.$((10 + i))" >/dev/null
+		check_err $? "round $round: ib0 cannot reach peer$i"
+		read -r _ na _ <<<"$(cm_limits ib0)"
+		((na > maxseen)) && maxseen=$na
+		sleep 0.3
+	done
+done
+read -r np na pev pref aev aref <<<"$(cm_limits ib0)"
+ktap_diag "ib0 active: at most $maxseen seen, now $na; evicted $aev, packets over UD at the limit $aref"
+((maxseen <= MAX))
+check_err $? "$maxseen active connections (max $MAX)"
+((aev > 0 && aref > 0))
+check_err $? "nothing evicted ($aev) or sent over UD at the limit ($aref)"
+log_test "active connections stay within max_cm_active, evictions counted"
+
+RET=0
+up=$(grep -c '^out .* up ' "$(cm_dbg ib0)")
+ktap_diag "ib0 connections up: $up"
+((up >= 1 && up <= MAX))
+check_err $? "$up connections up (1..$MAX expected)"
+log_test "connected mode still carries traffic at the limit"
+
+ktap_finish
