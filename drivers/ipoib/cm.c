@@ -814,7 +814,8 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	if (time_after(jiffies, rx->last_active + HZ))
 		WRITE_ONCE(rx->last_active, jiffies);
 	len = wc->byte_len;
-	if (len < IPOIB_ENCAP_LEN) {
+	/* more than was posted would index past pages[] and maps[] below */
+	if (len < IPOIB_ENCAP_LEN || len > IPOIB_CM_BUF) {
 		priv->dev->stats.rx_length_errors++;
 		goto repost;
 	}
