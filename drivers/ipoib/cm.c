@@ -258,6 +258,8 @@ int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
 
 void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 {
+	/* ipoib_cm_stop() reaped them; their QPs would pin the CQ */
+	WARN_ON_ONCE(!list_empty(&priv->cm_tx_dead));
 	if (!priv->srq)
 		return;
 	ib_destroy_srq(priv->srq);
@@ -715,6 +717,8 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 	bool busy;
 
 	ASSERT_RTNL();
+	/* the connections of the paths ipoib_halt() just flushed */
+	flush_work(&priv->cm_tx_reap_work);
 	if (priv->cm_listen) {
 		ib_destroy_cm_id(priv->cm_listen);
 		priv->cm_listen = NULL;
@@ -1105,6 +1109,11 @@ static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
 		return ret;
 
 	spin_lock_irq(&priv->lock);
+	if (tx->state == IPOIB_CM_TX_DYING) {
+		/* the path may be freed (ipoib_cm_path_release) */
+		spin_unlock_irq(&priv->lock);
+		return -ENODEV;
+	}
 	rec = tx->path->rec;
 	spin_unlock_irq(&priv->lock);
 	req.primary_path = &rec;
@@ -1346,28 +1355,52 @@ found:
 	}
 }
 
-/*
- * The path goes (flush or collection; it is no longer in the table, so
- * xmit cannot find it): close and free its connections. Process context.
- */
-void ipoib_cm_path_release(struct ipoib_path *path)
+/* Tear down and free the connections of paths that went (ipoib_wq). */
+static void ipoib_cm_tx_reap_work(struct work_struct *work)
 {
-	struct ipoib_dev_priv *priv = path->priv;
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   cm_tx_reap_work);
 	struct ipoib_cm_tx *tx, *tmp;
+	LIST_HEAD(dead);
 
-	list_for_each_entry_safe(tx, tmp, &path->cm_tx, node) {
-		spin_lock_irq(&priv->lock);
-		if (tx->state != IPOIB_CM_TX_IDLE &&
-		    tx->state != IPOIB_CM_TX_DYING)
-			priv->cm_tx_qps--;
-		tx->state = IPOIB_CM_TX_DYING;	/* nobody queues work now */
-		spin_unlock_irq(&priv->lock);
+	spin_lock_irq(&priv->lock);
+	list_splice_init(&priv->cm_tx_dead, &dead);
+	spin_unlock_irq(&priv->lock);
+
+	list_for_each_entry_safe(tx, tmp, &dead, node) {
 		cancel_work_sync(&tx->work);
 		ipoib_cm_tx_teardown(tx);
 		ipoib_release_queue(priv, &tx->queue, false);
 		list_del(&tx->node);
 		kfree(tx);
 	}
+}
+
+/*
+ * The path goes (flush or collection; it is no longer in the table, so
+ * xmit cannot find it): its connections are closed and freed by a work
+ * item. Callers hold rtnl (mode switch, SM change), and a teardown may
+ * wait seconds for flushed sends, per connection. A DYING tx no longer
+ * touches its path; ipoib_cm_stop() waits for the work, as teardown needs
+ * NAPI. Process context.
+ */
+void ipoib_cm_path_release(struct ipoib_path *path)
+{
+	struct ipoib_dev_priv *priv = path->priv;
+	struct ipoib_cm_tx *tx, *tmp;
+
+	if (list_empty(&path->cm_tx))
+		return;
+	spin_lock_irq(&priv->lock);
+	list_for_each_entry_safe(tx, tmp, &path->cm_tx, node) {
+		if (tx->state != IPOIB_CM_TX_IDLE &&
+		    tx->state != IPOIB_CM_TX_DYING)
+			priv->cm_tx_qps--;
+		tx->state = IPOIB_CM_TX_DYING;	/* nobody queues work now */
+		list_move_tail(&tx->node, &priv->cm_tx_dead);
+	}
+	spin_unlock_irq(&priv->lock);
+	queue_work(ipoib_wq, &priv->cm_tx_reap_work);
 }
 
 /*
@@ -1416,5 +1449,7 @@ void ipoib_cm_init(struct ipoib_dev_priv *priv)
 	INIT_LIST_HEAD(&priv->cm_drain);
 	INIT_LIST_HEAD(&priv->cm_dead);
 	INIT_WORK(&priv->cm_reap_work, ipoib_cm_reap_work);
+	INIT_LIST_HEAD(&priv->cm_tx_dead);
+	INIT_WORK(&priv->cm_tx_reap_work, ipoib_cm_tx_reap_work);
 	INIT_DELAYED_WORK(&priv->cm_stale_work, ipoib_cm_stale_work);
 }

@@ -281,6 +281,8 @@ struct ipoib_dev_priv {
 	u64 cm_active_evicted;
 	u64 cm_active_refused;		/* packets sent over UD at the limit */
 	struct work_struct cm_reap_work;
+	struct list_head cm_tx_dead;	/* DYING ipoib_cm_tx, under priv->lock */
+	struct work_struct cm_tx_reap_work;
 	struct delayed_work cm_stale_work;
 
 	/* lock protects paths, mcasts and the carrier reason */
