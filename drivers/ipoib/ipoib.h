@@ -174,6 +174,7 @@ struct ipoib_cm_rx {
 
 struct ipoib_path {
 	struct hlist_node node;
+	struct list_head lru;		/* priv->path_lru, least recent first */
 	struct list_head flush;
 	union ib_gid dgid;
 	struct ipoib_ah *ah;		/* NULL until resolved */
@@ -274,6 +275,14 @@ struct ipoib_dev_priv {
 	/* lock protects paths, mcasts and the carrier reason */
 	spinlock_t lock;
 	DECLARE_HASHTABLE(paths, IPOIB_PATH_HASH_BITS);
+	/* the path table's bound (max_paths): see ipoib_path_evict() */
+	struct list_head path_lru;	/* every path in the table */
+	unsigned int npaths;		/* in the table */
+	struct list_head path_evicted;	/* out of the table, to be freed */
+	unsigned int nevicted;		/* on path_evicted */
+	struct work_struct path_evict_work;
+	u64 path_evictions;		/* for a new path, with max_paths */
+	u64 path_drops;			/* no path could be made */
 	struct list_head mcasts;
 	struct ipoib_mcast *broadcast;
 	bool mcast_running;		/* joins may be (re)started */
@@ -369,6 +378,9 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 void ipoib_flush_paths(struct ipoib_dev_priv *priv);
 void ipoib_path_gc_work(struct work_struct *work);
 void ipoib_path_gc_start(struct ipoib_dev_priv *priv);
+void ipoib_path_init(struct ipoib_dev_priv *priv);
+void ipoib_path_evict_work(struct work_struct *work);
+extern unsigned int ipoib_max_paths;
 
 /* cm.c */
 extern unsigned int ipoib_max_nonsrq_conn_qp;

@@ -646,6 +646,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	INIT_LIST_HEAD(&priv->mcasts);
 	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
 	INIT_DELAYED_WORK(&priv->gc_work, ipoib_path_gc_work);
+	ipoib_path_init(priv);
 	ipoib_cm_init(priv);
 	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
@@ -695,6 +696,7 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	ipoib_debugfs_remove(priv);
 	cancel_delayed_work_sync(&priv->mcast_work);
 	cancel_delayed_work_sync(&priv->gc_work);
+	flush_work(&priv->path_evict_work);
 	cancel_delayed_work_sync(&priv->cm_stale_work);
 	cancel_work_sync(&priv->cm_reap_work);
 	cancel_work_sync(&priv->restart_work);
