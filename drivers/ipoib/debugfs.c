@@ -134,6 +134,11 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "max_paths %u\n", READ_ONCE(ipoib_max_paths));
 	seq_printf(m, "path_evictions %llu\n", priv->path_evictions);
 	seq_printf(m, "path_drops %llu\n", priv->path_drops);
+	seq_printf(m, "sendonly_groups %u\n", priv->nsendonly);
+	seq_printf(m, "max_sendonly %u\n", READ_ONCE(ipoib_max_sendonly));
+	seq_printf(m, "sendonly_expired %llu\n", priv->sendonly_expired);
+	seq_printf(m, "sendonly_evictions %llu\n", priv->sendonly_evictions);
+	seq_printf(m, "sendonly_drops %llu\n", priv->sendonly_drops);
 	spin_unlock_irq(&priv->lock);
 	return 0;
 }

@@ -202,6 +202,8 @@ struct ipoib_mcast {
 	union ib_gid mgid;
 	bool sendonly;
 	bool wanted;			/* in the netdev's multicast list */
+	bool expired;			/* send-only, idle: mcast_work leaves it */
+	unsigned long last_used;	/* jiffies; send-only groups expire */
 	enum ipoib_mcast_state state;
 	int status;			/* last join failure */
 	unsigned int backoff;		/* seconds */
@@ -286,6 +288,11 @@ struct ipoib_dev_priv {
 	struct list_head mcasts;
 	struct ipoib_mcast *broadcast;
 	bool mcast_running;		/* joins may be (re)started */
+	/* send-only groups: bounded by max_sendonly, expire when idle */
+	unsigned int nsendonly;
+	u64 sendonly_expired;		/* left after 2 collector periods idle */
+	u64 sendonly_evictions;		/* left to make room for a new one */
+	u64 sendonly_drops;		/* packets for a new group at the bound */
 	enum ipoib_carrier_reason reason;
 	int reason_status;
 
@@ -407,6 +414,8 @@ void ipoib_mcast_start(struct ipoib_dev_priv *priv);
 void ipoib_mcast_stop(struct ipoib_dev_priv *priv);
 void ipoib_mcast_work(struct work_struct *work);
 void ipoib_rx_mode_work(struct work_struct *work);
+void ipoib_mcast_expire(struct ipoib_dev_priv *priv, unsigned long idle);
+extern unsigned int ipoib_max_sendonly;
 
 static inline struct ipoib_dev_priv *ipoib_priv(const struct net_device *dev)
 {

@@ -384,5 +384,6 @@ void ipoib_path_gc_work(struct work_struct *work)
 	}
 	if (n)
 		ipoib_dbg(priv, "forgot %u idle paths\n", n);
+	ipoib_mcast_expire(priv, 2 * interval);
 	queue_delayed_work(ipoib_wq, &priv->gc_work, interval);
 }
