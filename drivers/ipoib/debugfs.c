@@ -139,6 +139,8 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "sendonly_expired %llu\n", priv->sendonly_expired);
 	seq_printf(m, "sendonly_evictions %llu\n", priv->sendonly_evictions);
 	seq_printf(m, "sendonly_drops %llu\n", priv->sendonly_drops);
+	seq_printf(m, "napi_max_polled %d\n", READ_ONCE(priv->napi_max_polled));
+	seq_printf(m, "napi_poll_cap %d\n", priv->napi.weight);
 	spin_unlock_irq(&priv->lock);
 	return 0;
 }

@@ -359,19 +359,22 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 						   napi);
 	struct net_device *dev = priv->dev;
 	struct ib_wc wcs[16];
-	int done = 0, n, i;
+	int done = 0, polled = 0, n, i;
 
 	while (done < budget) {
 		n = ib_poll_cq(priv->cq, min_t(int, ARRAY_SIZE(wcs), budget - done),
 			       wcs);
 		if (n <= 0)
 			break;
+		polled += n;
 		for (i = 0; i < n; i++) {
 			if (wcs[i].wr_id & IPOIB_OP_RECV)
 				done++;
 			ipoib_handle_wc(priv, &wcs[i]);
 		}
 	}
+	if (polled > READ_ONCE(priv->napi_max_polled))
+		WRITE_ONCE(priv->napi_max_polled, polled);
 
 	if (netif_queue_stopped(dev) &&
 	    READ_ONCE(priv->global_head) - priv->global_tail <=

@@ -256,6 +256,7 @@ struct ipoib_dev_priv {
 	/* every send in flight, UD and RC: the queue stops at tx_size */
 	unsigned int global_head;	/* xmit, under the tx lock */
 	unsigned int global_tail;	/* NAPI */
+	int napi_max_polled;		/* most completions in one poll */
 
 	/* connected mode (cm.c); the lists are under lock */
 	bool cm_mode;			/* admin: connected */
