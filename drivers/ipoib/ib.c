@@ -358,12 +358,19 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
 						   napi);
 	struct net_device *dev = priv->dev;
+	/*
+	 * Sends and receives share the CQ: every completion counts against
+	 * the budget, not only receives. Another CPU keeps posting sends as
+	 * we free their slots, and net_rx_action() checks its time limit
+	 * only between polls.
+	 */
+	int cap = budget;
 	struct ib_wc wcs[16];
 	int done = 0, polled = 0, n, i;
 
-	while (done < budget) {
-		n = ib_poll_cq(priv->cq, min_t(int, ARRAY_SIZE(wcs), budget - done),
-			       wcs);
+	while (polled < cap) {
+		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
+		n = ib_poll_cq(priv->cq, n, wcs);
 		if (n <= 0)
 			break;
 		polled += n;
@@ -375,6 +382,9 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 	}
 	if (polled > READ_ONCE(priv->napi_max_polled))
 		WRITE_ONCE(priv->napi_max_polled, polled);
+	/* at the cap: stay scheduled, as if the budget was used up */
+	if (polled >= cap)
+		done = budget;
 
 	if (netif_queue_stopped(dev) &&
 	    READ_ONCE(priv->global_head) - priv->global_tail <=
