@@ -325,9 +325,18 @@ void ipoib_tx_sent(struct ipoib_dev_priv *priv)
 	priv->global_head++;
 	netif_trans_update(priv->dev);
 	/* pairs with the release in ipoib_tx_done(): slots NAPI freed */
-	if (priv->global_head - smp_load_acquire(&priv->global_tail) >=
+	if (priv->global_head - smp_load_acquire(&priv->global_tail) <
 	    priv->tx_size)
-		netif_stop_queue(priv->dev);
+		return;
+	netif_stop_queue(priv->dev);
+	/*
+	 * NAPI may have freed every slot between our read of the tail and
+	 * the stop, and seen the queue running: nobody would wake it on a
+	 * quiet link. Pairs with the barrier before NAPI's stopped test.
+	 */
+	smp_mb();
+	if (priv->global_head - READ_ONCE(priv->global_tail) < priv->tx_size)
+		netif_start_queue(priv->dev);
 }
 
 static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
@@ -386,6 +395,8 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 	if (polled >= cap)
 		done = budget;
 
+	/* pairs with the barrier in ipoib_tx_sent(): tail, then stopped */
+	smp_mb();
 	if (netif_queue_stopped(dev) &&
 	    READ_ONCE(priv->global_head) - priv->global_tail <=
 	    priv->tx_size / 2) {
