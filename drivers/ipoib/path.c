@@ -125,12 +125,16 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 	}
 	skb_queue_splice_init(&path->queue, &queue);
 	path->query = NULL;
-	/* from here on a flush may free the path: do not touch it again */
-	complete(&path->done);
 	spin_unlock_irqrestore(&priv->lock, flags);
 	ipoib_ah_put(old);
-
 	ipoib_release_queue(priv, &queue, ah);
+
+	/*
+	 * Last: from here on a flush may free the path and the interface may
+	 * go (release_queue above still used priv). No new query starts
+	 * before this, see ipoib_unicast_xmit().
+	 */
+	complete(&path->done);
 }
 
 static void ipoib_path_query(struct ipoib_dev_priv *priv,
@@ -297,7 +301,9 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	}
 	if (ipoib_park(&path->queue, IPOIB_MAX_PATH_QUEUE, skb))
 		skb = NULL;
-	if (!path->query && time_after_eq(jiffies, path->retry_after))
+	/* not while the last query's callback still runs (path_done) */
+	if (!path->query && completion_done(&path->done) &&
+	    time_after_eq(jiffies, path->retry_after))
 		ipoib_path_query(priv, path);
 drop:
 	spin_unlock_irqrestore(&priv->lock, flags);
