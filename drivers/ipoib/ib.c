@@ -237,8 +237,11 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	 * fabric loops them back) and runts. The buffer is reposted as is.
 	 */
 	if ((wc->src_qp == priv->qp->qp_num && wc->slid == priv->local_lid) ||
-	    wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN) {
-		if (wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN)
+	    wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN ||
+	    wc->byte_len > ipoib_rx_buf_size(priv)) {
+		/* more than the buffer: a broken HCA; skb_put would panic */
+		if (wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN ||
+		    wc->byte_len > ipoib_rx_buf_size(priv))
 			dev->stats.rx_length_errors++;
 		ipoib_post_rx(priv, i);
 		return;
