@@ -623,16 +623,25 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	priv->global_tail = 0;
 	priv->rx_outstanding = 0;
 	priv->transport_up = true;
-	napi_enable(&priv->napi);
-	local_bh_disable();
+	/*
+	 * Fill the ring while NAPI is still disabled: after a down/up the CQ
+	 * may still be armed, and a completion would let NAPI refill the
+	 * same slots on another CPU.
+	 */
 	ipoib_refill(priv);
-	local_bh_enable();
+	napi_enable(&priv->napi);
 	if (!priv->rx_outstanding) {
 		netdev_err(priv->dev, "cannot post receive buffers\n");
 		ipoib_transport_down(priv);
 		return -ENOMEM;
 	}
-	ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP);
+	/* what completed before the arming is polled now */
+	if (ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0) {
+		local_bh_disable();
+		napi_schedule(&priv->napi);
+		local_bh_enable();
+	}
 	return 0;
 }
 
