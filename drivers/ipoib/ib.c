@@ -133,9 +133,9 @@ static unsigned int ipoib_rx_buf_size(struct ipoib_dev_priv *priv)
 }
 
 /*
- * Give receive slot "i" a fresh buffer and post it. An allocation failure
- * leaves the slot empty; ipoib_refill() tries again on the next poll, so
- * the ring cannot stall for good.
+ * Post receive slot "i", with a fresh buffer if it has none. Any failure
+ * leaves the slot unposted; ipoib_refill() tries again on the next poll,
+ * so the ring cannot stall for good.
  */
 static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 {
@@ -168,8 +168,10 @@ static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 	sge.length = size;
 	sge.lkey = priv->pd->local_dma_lkey;
 	ret = ib_post_recv(priv->qp, &wr, NULL);
-	if (!ret)
+	if (!ret) {
+		buf->posted = true;
 		priv->rx_outstanding++;
+	}
 	return ret;
 }
 
@@ -179,8 +181,9 @@ static void ipoib_refill(struct ipoib_dev_priv *priv)
 
 	if (priv->rx_outstanding == priv->rx_size)
 		return;
+	/* a slot whose repost failed still holds its buffer: post it too */
 	for (i = 0; i < priv->rx_size; i++)
-		if (!priv->rx_ring[i].skb && ipoib_post_rx(priv, i))
+		if (!priv->rx_ring[i].posted && ipoib_post_rx(priv, i))
 			break;
 }
 
@@ -194,6 +197,7 @@ static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
 			    DMA_FROM_DEVICE);
 	dev_kfree_skb_any(buf->skb);
 	buf->skb = NULL;
+	buf->posted = false;
 }
 
 static bool ipoib_proto_ok(__be16 proto)
@@ -210,11 +214,12 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	struct sk_buff *skb;
 	struct ib_grh *grh;
 
-	if (i >= priv->rx_size || !priv->rx_ring[i].skb) {
+	if (i >= priv->rx_size || !priv->rx_ring[i].posted) {
 		netdev_warn_once(dev, "completion for an empty receive slot %u\n", i);
 		return;
 	}
 	buf = &priv->rx_ring[i];
+	buf->posted = false;
 	priv->rx_outstanding--;
 
 	/* draining for transport_down(): nothing is delivered or reposted */
@@ -253,11 +258,16 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	buf->skb = NULL;
 	if (ipoib_post_rx(priv, i) == -ENOMEM) {
 		/* keep the ring full rather than the packet */
-		buf->skb = skb;
+		dev->stats.rx_dropped++;
 		buf->mapping = ib_dma_map_single(priv->ca, skb->data,
 						 ipoib_rx_buf_size(priv),
 						 DMA_FROM_DEVICE);
-		dev->stats.rx_dropped++;
+		if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
+			/* empty: refill allocates again */
+			dev_kfree_skb_any(skb);
+			return;
+		}
+		buf->skb = skb;
 		ipoib_post_rx(priv, i);
 		return;
 	}

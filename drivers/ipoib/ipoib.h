@@ -110,6 +110,7 @@ struct ipoib_tx_buf {
 struct ipoib_rx_buf {
 	struct sk_buff *skb;
 	u64 mapping;
+	bool posted;			/* on the QP; else refill posts it */
 };
 
 /* A connected-mode receive buffer: head in the skb, pages beside it. */
