@@ -125,6 +125,32 @@ static int ipoib_cm_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ipoib_cm);
 
+/*
+ * Counters of the bounded tables, "name value" per line: how many paths
+ * the interface holds against max_paths, how many were evicted to make
+ * room for a new one, and how many packets found no room at all.
+ */
+static int ipoib_stats_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+
+	spin_lock_irq(&priv->lock);
+	seq_printf(m, "paths %u\n", priv->npaths);
+	seq_printf(m, "max_paths %u\n", READ_ONCE(ipoib_max_paths));
+	seq_printf(m, "path_evictions %llu\n", priv->path_evictions);
+	seq_printf(m, "path_drops %llu\n", priv->path_drops);
+	seq_printf(m, "sendonly_groups %u\n", priv->nsendonly);
+	seq_printf(m, "max_sendonly %u\n", READ_ONCE(ipoib_max_sendonly));
+	seq_printf(m, "sendonly_expired %llu\n", priv->sendonly_expired);
+	seq_printf(m, "sendonly_evictions %llu\n", priv->sendonly_evictions);
+	seq_printf(m, "sendonly_drops %llu\n", priv->sendonly_drops);
+	seq_printf(m, "napi_max_polled %d\n", READ_ONCE(priv->napi_max_polled));
+	seq_printf(m, "napi_poll_cap %d\n", priv->napi.weight);
+	spin_unlock_irq(&priv->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_stats);
+
 static int ipoib_name_show(struct seq_file *m, void *unused)
 {
 	struct ipoib_dev_priv *priv = m->private;
@@ -146,6 +172,8 @@ void ipoib_debugfs_add(struct ipoib_dev_priv *priv)
 	debugfs_create_file("mcg", 0444, priv->debugfs, priv, &ipoib_mcg_fops);
 	debugfs_create_file("path", 0444, priv->debugfs, priv, &ipoib_path_fops);
 	debugfs_create_file("cm", 0444, priv->debugfs, priv, &ipoib_cm_fops);
+	debugfs_create_file("stats", 0444, priv->debugfs, priv,
+			    &ipoib_stats_fops);
 }
 
 /* Before the interface's state goes: waits for readers. */

@@ -133,9 +133,9 @@ static unsigned int ipoib_rx_buf_size(struct ipoib_dev_priv *priv)
 }
 
 /*
- * Give receive slot "i" a fresh buffer and post it. An allocation failure
- * leaves the slot empty; ipoib_refill() tries again on the next poll, so
- * the ring cannot stall for good.
+ * Post receive slot "i", with a fresh buffer if it has none. Any failure
+ * leaves the slot unposted; ipoib_refill() tries again on the next poll,
+ * so the ring cannot stall for good.
  */
 static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 {
@@ -168,8 +168,10 @@ static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 	sge.length = size;
 	sge.lkey = priv->pd->local_dma_lkey;
 	ret = ib_post_recv(priv->qp, &wr, NULL);
-	if (!ret)
+	if (!ret) {
+		buf->posted = true;
 		priv->rx_outstanding++;
+	}
 	return ret;
 }
 
@@ -179,8 +181,9 @@ static void ipoib_refill(struct ipoib_dev_priv *priv)
 
 	if (priv->rx_outstanding == priv->rx_size)
 		return;
+	/* a slot whose repost failed still holds its buffer: post it too */
 	for (i = 0; i < priv->rx_size; i++)
-		if (!priv->rx_ring[i].skb && ipoib_post_rx(priv, i))
+		if (!priv->rx_ring[i].posted && ipoib_post_rx(priv, i))
 			break;
 }
 
@@ -194,6 +197,7 @@ static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
 			    DMA_FROM_DEVICE);
 	dev_kfree_skb_any(buf->skb);
 	buf->skb = NULL;
+	buf->posted = false;
 }
 
 static bool ipoib_proto_ok(__be16 proto)
@@ -210,11 +214,12 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	struct sk_buff *skb;
 	struct ib_grh *grh;
 
-	if (i >= priv->rx_size || !priv->rx_ring[i].skb) {
+	if (i >= priv->rx_size || !priv->rx_ring[i].posted) {
 		netdev_warn_once(dev, "completion for an empty receive slot %u\n", i);
 		return;
 	}
 	buf = &priv->rx_ring[i];
+	buf->posted = false;
 	priv->rx_outstanding--;
 
 	/* draining for transport_down(): nothing is delivered or reposted */
@@ -237,8 +242,11 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	 * fabric loops them back) and runts. The buffer is reposted as is.
 	 */
 	if ((wc->src_qp == priv->qp->qp_num && wc->slid == priv->local_lid) ||
-	    wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN) {
-		if (wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN)
+	    wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN ||
+	    wc->byte_len > ipoib_rx_buf_size(priv)) {
+		/* more than the buffer: a broken HCA; skb_put would panic */
+		if (wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN ||
+		    wc->byte_len > ipoib_rx_buf_size(priv))
 			dev->stats.rx_length_errors++;
 		ipoib_post_rx(priv, i);
 		return;
@@ -250,11 +258,16 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	buf->skb = NULL;
 	if (ipoib_post_rx(priv, i) == -ENOMEM) {
 		/* keep the ring full rather than the packet */
-		buf->skb = skb;
+		dev->stats.rx_dropped++;
 		buf->mapping = ib_dma_map_single(priv->ca, skb->data,
 						 ipoib_rx_buf_size(priv),
 						 DMA_FROM_DEVICE);
-		dev->stats.rx_dropped++;
+		if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
+			/* empty: refill allocates again */
+			dev_kfree_skb_any(skb);
+			return;
+		}
+		buf->skb = skb;
 		ipoib_post_rx(priv, i);
 		return;
 	}
@@ -325,9 +338,18 @@ void ipoib_tx_sent(struct ipoib_dev_priv *priv)
 	priv->global_head++;
 	netif_trans_update(priv->dev);
 	/* pairs with the release in ipoib_tx_done(): slots NAPI freed */
-	if (priv->global_head - smp_load_acquire(&priv->global_tail) >=
+	if (priv->global_head - smp_load_acquire(&priv->global_tail) <
 	    priv->tx_size)
-		netif_stop_queue(priv->dev);
+		return;
+	netif_stop_queue(priv->dev);
+	/*
+	 * NAPI may have freed every slot between our read of the tail and
+	 * the stop, and seen the queue running: nobody would wake it on a
+	 * quiet link. Pairs with the barrier before NAPI's stopped test.
+	 */
+	smp_mb();
+	if (priv->global_head - READ_ONCE(priv->global_tail) < priv->tx_size)
+		netif_start_queue(priv->dev);
 }
 
 static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
@@ -358,21 +380,36 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
 						   napi);
 	struct net_device *dev = priv->dev;
+	/*
+	 * Sends and receives share the CQ: every completion counts against
+	 * the budget, not only receives. Another CPU keeps posting sends as
+	 * we free their slots, and net_rx_action() checks its time limit
+	 * only between polls.
+	 */
+	int cap = budget;
 	struct ib_wc wcs[16];
-	int done = 0, n, i;
+	int done = 0, polled = 0, n, i;
 
-	while (done < budget) {
-		n = ib_poll_cq(priv->cq, min_t(int, ARRAY_SIZE(wcs), budget - done),
-			       wcs);
+	while (polled < cap) {
+		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
+		n = ib_poll_cq(priv->cq, n, wcs);
 		if (n <= 0)
 			break;
+		polled += n;
 		for (i = 0; i < n; i++) {
 			if (wcs[i].wr_id & IPOIB_OP_RECV)
 				done++;
 			ipoib_handle_wc(priv, &wcs[i]);
 		}
 	}
+	if (polled > READ_ONCE(priv->napi_max_polled))
+		WRITE_ONCE(priv->napi_max_polled, polled);
+	/* at the cap: stay scheduled, as if the budget was used up */
+	if (polled >= cap)
+		done = budget;
 
+	/* pairs with the barrier in ipoib_tx_sent(): tail, then stopped */
+	smp_mb();
 	if (netif_queue_stopped(dev) &&
 	    READ_ONCE(priv->global_head) - priv->global_tail <=
 	    priv->tx_size / 2) {
@@ -596,16 +633,25 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	priv->global_tail = 0;
 	priv->rx_outstanding = 0;
 	priv->transport_up = true;
-	napi_enable(&priv->napi);
-	local_bh_disable();
+	/*
+	 * Fill the ring while NAPI is still disabled: after a down/up the CQ
+	 * may still be armed, and a completion would let NAPI refill the
+	 * same slots on another CPU.
+	 */
 	ipoib_refill(priv);
-	local_bh_enable();
+	napi_enable(&priv->napi);
 	if (!priv->rx_outstanding) {
 		netdev_err(priv->dev, "cannot post receive buffers\n");
 		ipoib_transport_down(priv);
 		return -ENOMEM;
 	}
-	ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP);
+	/* what completed before the arming is polled now */
+	if (ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0) {
+		local_bh_disable();
+		napi_schedule(&priv->napi);
+		local_bh_enable();
+	}
 	return 0;
 }
 

@@ -110,6 +110,7 @@ struct ipoib_tx_buf {
 struct ipoib_rx_buf {
 	struct sk_buff *skb;
 	u64 mapping;
+	bool posted;			/* on the QP; else refill posts it */
 };
 
 /* A connected-mode receive buffer: head in the skb, pages beside it. */
@@ -177,6 +178,7 @@ struct ipoib_cm_rx {
 
 struct ipoib_path {
 	struct hlist_node node;
+	struct list_head lru;		/* priv->path_lru, least recent first */
 	struct list_head flush;
 	union ib_gid dgid;
 	struct ipoib_ah *ah;		/* NULL until resolved */
@@ -204,6 +206,8 @@ struct ipoib_mcast {
 	union ib_gid mgid;
 	bool sendonly;
 	bool wanted;			/* in the netdev's multicast list */
+	bool expired;			/* send-only, idle: mcast_work leaves it */
+	unsigned long last_used;	/* jiffies; send-only groups expire */
 	enum ipoib_mcast_state state;
 	int status;			/* last join failure */
 	unsigned int backoff;		/* seconds */
@@ -257,6 +261,7 @@ struct ipoib_dev_priv {
 	/* every send in flight, UD and RC: the queue stops at tx_size */
 	unsigned int global_head;	/* xmit, under the tx lock */
 	unsigned int global_tail;	/* NAPI */
+	int napi_max_polled;		/* most completions in one poll */
 
 	/* connected mode (cm.c); the lists are under lock */
 	bool cm_mode;			/* admin: connected */
@@ -288,9 +293,22 @@ struct ipoib_dev_priv {
 	/* lock protects paths, mcasts and the carrier reason */
 	spinlock_t lock;
 	DECLARE_HASHTABLE(paths, IPOIB_PATH_HASH_BITS);
+	/* the path table's bound (max_paths): see ipoib_path_evict() */
+	struct list_head path_lru;	/* every path in the table */
+	unsigned int npaths;		/* in the table */
+	struct list_head path_evicted;	/* out of the table, to be freed */
+	unsigned int nevicted;		/* on path_evicted */
+	struct work_struct path_evict_work;
+	u64 path_evictions;		/* for a new path, with max_paths */
+	u64 path_drops;			/* no path could be made */
 	struct list_head mcasts;
 	struct ipoib_mcast *broadcast;
 	bool mcast_running;		/* joins may be (re)started */
+	/* send-only groups: bounded by max_sendonly, expire when idle */
+	unsigned int nsendonly;
+	u64 sendonly_expired;		/* left after 2 collector periods idle */
+	u64 sendonly_evictions;		/* left to make room for a new one */
+	u64 sendonly_drops;		/* packets for a new group at the bound */
 	enum ipoib_carrier_reason reason;
 	int reason_status;
 
@@ -383,6 +401,9 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 void ipoib_flush_paths(struct ipoib_dev_priv *priv);
 void ipoib_path_gc_work(struct work_struct *work);
 void ipoib_path_gc_start(struct ipoib_dev_priv *priv);
+void ipoib_path_init(struct ipoib_dev_priv *priv);
+void ipoib_path_evict_work(struct work_struct *work);
+extern unsigned int ipoib_max_paths;
 
 /* cm.c */
 extern unsigned int ipoib_max_nonsrq_conn_qp;
@@ -411,6 +432,8 @@ void ipoib_mcast_start(struct ipoib_dev_priv *priv);
 void ipoib_mcast_stop(struct ipoib_dev_priv *priv);
 void ipoib_mcast_work(struct work_struct *work);
 void ipoib_rx_mode_work(struct work_struct *work);
+void ipoib_mcast_expire(struct ipoib_dev_priv *priv, unsigned long idle);
+extern unsigned int ipoib_max_sendonly;
 
 static inline struct ipoib_dev_priv *ipoib_priv(const struct net_device *dev)
 {

@@ -34,6 +34,7 @@ struct ib_sa_client ipoib_sa_client;
 /* One HCA we are attached to: its IPoIB interfaces and event handler. */
 struct ipoib_hca {
 	struct ib_device *ca;
+	spinlock_t lock;		/* privs: add_one vs. the event handler */
 	struct list_head privs;
 	struct ib_event_handler event_handler;
 };
@@ -646,6 +647,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	INIT_LIST_HEAD(&priv->mcasts);
 	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
 	INIT_DELAYED_WORK(&priv->gc_work, ipoib_path_gc_work);
+	ipoib_path_init(priv);
 	ipoib_cm_init(priv);
 	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
@@ -695,6 +697,7 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	ipoib_debugfs_remove(priv);
 	cancel_delayed_work_sync(&priv->mcast_work);
 	cancel_delayed_work_sync(&priv->gc_work);
+	flush_work(&priv->path_evict_work);
 	cancel_delayed_work_sync(&priv->cm_stale_work);
 	cancel_work_sync(&priv->cm_reap_work);
 	cancel_work_sync(&priv->restart_work);
@@ -705,7 +708,8 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	netif_napi_del(&priv->napi);
 }
 
-static struct ipoib_dev_priv *ipoib_add_port(struct ib_device *ca, u32 port)
+static struct ipoib_dev_priv *ipoib_add_port(struct ipoib_hca *hca,
+					     struct ib_device *ca, u32 port)
 {
 	struct ipoib_dev_priv *priv;
 	struct net_device *dev;
@@ -721,15 +725,31 @@ static struct ipoib_dev_priv *ipoib_add_port(struct ib_device *ca, u32 port)
 	SET_NETDEV_DEV(dev, ca->dev.parent);
 	dev->dev_port = port - 1;
 
+	/*
+	 * On the HCA's list before the interface exists: it may be opened as
+	 * soon as it is registered, and a port event from then on must reach
+	 * it (the handler is already registered).
+	 */
+	spin_lock_irq(&hca->lock);
+	list_add_tail(&priv->list, &hca->privs);
+	spin_unlock_irq(&hca->lock);
+
 	rtnl_lock();
 	ret = ipoib_register(priv);
 	rtnl_unlock();
-	if (ret) {
-		netif_napi_del(&priv->napi);
-		free_netdev(dev);
-		return ERR_PTR(ret);
-	}
+	if (ret)
+		goto err_unlist;
 	return priv;
+
+err_unlist:
+	spin_lock_irq(&hca->lock);
+	list_del(&priv->list);
+	spin_unlock_irq(&hca->lock);
+	/* an event may have queued it meanwhile */
+	cancel_work_sync(&priv->restart_work);
+	netif_napi_del(&priv->napi);
+	free_netdev(dev);
+	return ERR_PTR(ret);
 }
 
 static void ipoib_remove_port(struct ipoib_dev_priv *priv)
@@ -751,6 +771,7 @@ static void ipoib_event(struct ib_event_handler *handler,
 	struct ipoib_hca *hca = container_of(handler, struct ipoib_hca,
 					     event_handler);
 	struct ipoib_dev_priv *priv;
+	unsigned long flags;
 	unsigned int ev;
 
 	switch (event->event) {
@@ -770,13 +791,15 @@ static void ipoib_event(struct ib_event_handler *handler,
 	default:
 		return;
 	}
-	/* the list is fixed between add_one and remove_one */
+	/* add_one may still be adding ports */
+	spin_lock_irqsave(&hca->lock, flags);
 	list_for_each_entry(priv, &hca->privs, list) {
 		if (priv->port != event->element.port_num)
 			continue;
 		set_bit(ev, &priv->pending_events);
 		queue_work(ipoib_wq, &priv->restart_work);
 	}
+	spin_unlock_irqrestore(&hca->lock, flags);
 }
 
 static int ipoib_add_one(struct ib_device *ca);
@@ -799,28 +822,28 @@ static int ipoib_add_one(struct ib_device *ca)
 	if (!hca)
 		return -ENOMEM;
 	hca->ca = ca;
+	spin_lock_init(&hca->lock);
 	INIT_LIST_HEAD(&hca->privs);
+	/* before the interfaces exist, as in-tree: no port event is lost */
+	INIT_IB_EVENT_HANDLER(&hca->event_handler, ca, ipoib_event);
+	ib_register_event_handler(&hca->event_handler);
 
 	/* IPoIB runs only on InfiniBand-link-layer ports (not RoCE/iWARP) */
 	rdma_for_each_port(ca, p) {
 		if (!rdma_protocol_ib(ca, p))
 			continue;
 		found++;
-		priv = ipoib_add_port(ca, p);
-		if (IS_ERR(priv)) {
+		priv = ipoib_add_port(hca, ca, p);
+		if (IS_ERR(priv))
 			dev_warn(&ca->dev, "ipoib: port %u: cannot create an interface: %ld\n",
 				 p, PTR_ERR(priv));
-			continue;
-		}
-		list_add_tail(&priv->list, &hca->privs);
 	}
 	if (list_empty(&hca->privs)) {
+		ib_unregister_event_handler(&hca->event_handler);
 		kfree(hca);
 		return found ? -ENODEV : -EOPNOTSUPP;
 	}
 
-	INIT_IB_EVENT_HANDLER(&hca->event_handler, ca, ipoib_event);
-	ib_register_event_handler(&hca->event_handler);
 	ib_set_client_data(ca, &ipoib_client, hca);
 	return 0;
 }

@@ -7,15 +7,55 @@
  * group triggers a send-only full member join and waits (up to 64 per
  * group) for it. Failed joins back off 1, 2, 4 ... 16 seconds.
  *
+ * Send-only groups are created by whoever sends (any user can send a UDP
+ * datagram to any group address), so they are bounded (max_sendonly) and
+ * left once nobody sent to them for two path-collector periods.
+ *
  * Every join and leave runs in mcast_work (process context): the SA
  * callbacks only record results, and ib_sa_free_multicast(), which waits
  * for a callback, is never called from one.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 
 #include "ipoib.h"
+
+#define IPOIB_MAX_SENDONLY_MAX	65536
+
+unsigned int ipoib_max_sendonly = 1024;
+
+/* insmod and sysfs writes alike: a value out of range is refused */
+static int ipoib_max_sendonly_set(const char *val,
+				  const struct kernel_param *kp)
+{
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret || !v || v > IPOIB_MAX_SENDONLY_MAX) {
+		pr_warn("ib_ipoib: max_sendonly refused: give a number in 1..%u\n",
+			IPOIB_MAX_SENDONLY_MAX);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops ipoib_max_sendonly_ops = {
+	.set = ipoib_max_sendonly_set,
+	.get = param_get_uint,
+};
+module_param_cb(max_sendonly, &ipoib_max_sendonly_ops, &ipoib_max_sendonly,
+		0644);
+MODULE_PARM_DESC(max_sendonly,
+		 "Most send-only multicast groups per interface (1-65536, default 1024)");
+
+static unsigned int ipoib_sendonly_limit(void)
+{
+	return READ_ONCE(ipoib_max_sendonly);
+}
 
 #define IPOIB_JOIN_FULL			1
 #define IPOIB_JOIN_SENDONLY_FULL	8
@@ -45,6 +85,9 @@ static struct ipoib_mcast *ipoib_mcast_new(struct ipoib_dev_priv *priv,
 	m->mgid = *mgid;
 	m->sendonly = sendonly;
 	m->wanted = !sendonly;
+	m->last_used = jiffies;
+	if (sendonly)
+		priv->nsendonly++;
 	m->backoff = 1;
 	m->priv = priv;
 	skb_queue_head_init(&m->queue);
@@ -244,8 +287,11 @@ void ipoib_mcast_work(struct work_struct *work)
 			return;
 		}
 		list_for_each_entry(m, &priv->mcasts, list) {
-			if (m != priv->broadcast && !m->sendonly && !m->wanted) {
+			if (m != priv->broadcast &&
+			    ((!m->sendonly && !m->wanted) || m->expired)) {
 				list_del(&m->list);
+				if (m->sendonly)
+					priv->nsendonly--;
 				pick = m;
 				break;
 			}
@@ -325,6 +371,8 @@ void ipoib_rx_mode_work(struct work_struct *work)
 			if (m->sendonly) {
 				/* now we want to receive too: a full join */
 				m->sendonly = false;
+				m->expired = false;
+				priv->nsendonly--;
 				m->state = IPOIB_MCAST_IDLE;
 			}
 		}
@@ -332,6 +380,59 @@ void ipoib_rx_mode_work(struct work_struct *work)
 	}
 	spin_unlock_irqrestore(&priv->lock, flags);
 	kfree(mgids);
+}
+
+/* Nothing waits on a send-only group and no join is in flight. */
+static bool ipoib_sendonly_idle(const struct ipoib_mcast *m)
+{
+	return m->sendonly && !m->expired &&
+	       m->state != IPOIB_MCAST_JOINING && skb_queue_empty(&m->queue);
+}
+
+/*
+ * At max_sendonly a packet for a new group is dropped (the caller counts
+ * it) and the least recently used idle send-only group is marked for
+ * mcast_work to leave, which makes room for the next packet. A group
+ * that is joining or has packets waiting is never chosen.
+ */
+static void ipoib_sendonly_evict(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_mcast *m, *pick = NULL;
+
+	lockdep_assert_held(&priv->lock);
+	list_for_each_entry(m, &priv->mcasts, list)
+		if (ipoib_sendonly_idle(m) &&
+		    (!pick || time_before(m->last_used, pick->last_used)))
+			pick = m;
+	if (!pick)
+		return;
+	pick->expired = true;
+	priv->sendonly_evictions++;
+	ipoib_mcast_kick(priv, 0);
+}
+
+/*
+ * From the path collector: mark send-only groups nobody sent to for
+ * "idle" jiffies (in-tree's rule: two ARP gc_interval periods), for
+ * mcast_work to leave.
+ */
+void ipoib_mcast_expire(struct ipoib_dev_priv *priv, unsigned long idle)
+{
+	struct ipoib_mcast *m;
+	bool any = false;
+
+	spin_lock_irq(&priv->lock);
+	list_for_each_entry(m, &priv->mcasts, list) {
+		if (!ipoib_sendonly_idle(m) ||
+		    time_before(jiffies, m->last_used + idle))
+			continue;
+		m->expired = true;
+		priv->sendonly_expired++;
+		any = true;
+	}
+	if (any)
+		ipoib_mcast_kick(priv, 0);
+	spin_unlock_irq(&priv->lock);
 }
 
 netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,
@@ -352,11 +453,18 @@ netdev_tx_t ipoib_mcast_xmit(struct ipoib_dev_priv *priv,
 		goto drop;
 	m = ipoib_mcast_find(priv, mgid);
 	if (!m) {
+		if (priv->nsendonly >= ipoib_sendonly_limit()) {
+			ipoib_sendonly_evict(priv);
+			priv->sendonly_drops++;
+			goto drop;
+		}
 		m = ipoib_mcast_new(priv, mgid, true, GFP_ATOMIC);
 		if (!m)
 			goto drop;
 		ipoib_mcast_kick(priv, 0);
 	}
+	m->last_used = jiffies;
+	m->expired = false;	/* in use again before mcast_work left it */
 	if (m->state == IPOIB_MCAST_JOINED && m->ah) {
 		ah = m->ah;
 		kref_get(&ah->ref);
@@ -410,6 +518,7 @@ void ipoib_mcast_stop(struct ipoib_dev_priv *priv)
 	spin_lock_irq(&priv->lock);
 	list_splice_init(&priv->mcasts, &all);
 	priv->broadcast = NULL;
+	priv->nsendonly = 0;
 	spin_unlock_irq(&priv->lock);
 
 	list_for_each_entry_safe(m, tmp, &all, list) {

@@ -9,10 +9,70 @@
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #include <linux/jhash.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <net/arp.h>
 
 #include "ipoib.h"
+
+/*
+ * Any node in the partition can make us create paths: an ARP request from
+ * a forged hardware address is answered, and the answer needs a path to
+ * the forged GID. The table is bounded per interface; see
+ * ipoib_path_evict() for which path gives way.
+ */
+#define IPOIB_MAX_PATHS_MIN	16
+#define IPOIB_MAX_PATHS_MAX	1048576U
+
+unsigned int ipoib_max_paths = 4096;
+
+/* insmod and sysfs writes alike: a value out of range is refused */
+static int ipoib_max_paths_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret || v < IPOIB_MAX_PATHS_MIN || v > IPOIB_MAX_PATHS_MAX) {
+		pr_warn("ib_ipoib: max_paths refused: give a number in %u..%u\n",
+			IPOIB_MAX_PATHS_MIN, IPOIB_MAX_PATHS_MAX);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops ipoib_max_paths_ops = {
+	.set = ipoib_max_paths_set,
+	.get = param_get_uint,
+};
+module_param_cb(max_paths, &ipoib_max_paths_ops, &ipoib_max_paths, 0644);
+MODULE_PARM_DESC(max_paths,
+		 "Most unicast paths per interface (16-1048576, default 4096); beyond it the least recently used idle path is forgotten");
+
+static unsigned int ipoib_path_limit(void)
+{
+	return READ_ONCE(ipoib_max_paths);
+}
+
+void ipoib_path_init(struct ipoib_dev_priv *priv)
+{
+	INIT_LIST_HEAD(&priv->path_lru);
+	INIT_LIST_HEAD(&priv->path_evicted);
+	INIT_WORK(&priv->path_evict_work, ipoib_path_evict_work);
+}
+
+/* Take a path out of the table; the caller frees it in process context. */
+static void ipoib_path_unlink(struct ipoib_dev_priv *priv,
+			      struct ipoib_path *path)
+{
+	lockdep_assert_held(&priv->lock);
+	hash_del(&path->node);
+	list_del(&path->lru);
+	priv->npaths--;
+	if (path->query)
+		ib_sa_cancel_query(path->query_id, path->query);
+}
 
 static u32 ipoib_gid_hash(const union ib_gid *gid)
 {
@@ -65,12 +125,16 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 	}
 	skb_queue_splice_init(&path->queue, &queue);
 	path->query = NULL;
-	/* from here on a flush may free the path: do not touch it again */
-	complete(&path->done);
 	spin_unlock_irqrestore(&priv->lock, flags);
 	ipoib_ah_put(old);
-
 	ipoib_release_queue(priv, &queue, ah);
+
+	/*
+	 * Last: from here on a flush may free the path and the interface may
+	 * go (release_queue above still used priv). No new query starts
+	 * before this, see ipoib_unicast_xmit().
+	 */
+	complete(&path->done);
 }
 
 static void ipoib_path_query(struct ipoib_dev_priv *priv,
@@ -103,6 +167,78 @@ static void ipoib_path_query(struct ipoib_dev_priv *priv,
 	path->query_id = id;
 }
 
+static void ipoib_path_free(struct ipoib_path *path);
+
+/* Free the paths eviction took out of the table. */
+void ipoib_path_evict_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   path_evict_work);
+	struct ipoib_path *path, *tmp;
+	LIST_HEAD(dead);
+
+	spin_lock_irq(&priv->lock);
+	list_splice_init(&priv->path_evicted, &dead);
+	priv->nevicted = 0;
+	spin_unlock_irq(&priv->lock);
+
+	list_for_each_entry_safe(path, tmp, &dead, flush)
+		ipoib_path_free(path);
+}
+
+/* How much evicting a path costs: the lower, the sooner it goes. */
+static unsigned int ipoib_path_cost(const struct ipoib_path *path)
+{
+	if (!list_empty(&path->cm_tx))
+		return 2;	/* connections would be torn down */
+	if (path->query || !skb_queue_empty(&path->queue))
+		return 1;	/* a resolution or packets would be lost */
+	return 0;
+}
+
+#define IPOIB_EVICT_SCAN	64
+
+/*
+ * The table is full and a new destination needs a path: forget one. Of
+ * the IPOIB_EVICT_SCAN least recently used paths, the first idle one goes
+ * (resolved or failed, nothing waiting, no connection); failing that the
+ * first without connections (its query is cancelled, its few waiting
+ * packets dropped); only when all of them carry connections the least
+ * recently used one. A flood of forged sources thus recycles its own
+ * paths while destinations in use keep theirs, and the scan is bounded
+ * under the lock whatever max_paths is. The path is freed by
+ * path_evict_work (its query's callback must be waited for); false if
+ * too many already wait for that, then the caller makes no path.
+ */
+static bool ipoib_path_evict(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_path *path, *pick = NULL;
+	unsigned int n = 0, cost, best = UINT_MAX;
+
+	lockdep_assert_held(&priv->lock);
+	if (priv->nevicted >= ipoib_path_limit())
+		return false;
+	list_for_each_entry(path, &priv->path_lru, lru) {
+		cost = ipoib_path_cost(path);
+		if (cost < best) {
+			best = cost;
+			pick = path;
+			if (!cost)
+				break;
+		}
+		if (++n == IPOIB_EVICT_SCAN)
+			break;
+	}
+	if (!pick)
+		return false;
+	ipoib_path_unlink(priv, pick);
+	list_add_tail(&pick->flush, &priv->path_evicted);
+	priv->nevicted++;
+	priv->path_evictions++;
+	queue_work(ipoib_wq, &priv->path_evict_work);
+	return true;
+}
+
 netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 			       struct sk_buff *skb, const u8 *daddr)
 {
@@ -117,8 +253,10 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 
 	spin_lock_irqsave(&priv->lock, flags);
 	path = ipoib_path_find(priv, gid);
-	if (path)
+	if (path) {
 		path->last_used = jiffies;
+		list_move_tail(&path->lru, &priv->path_lru);
+	}
 	if (path && path->ah) {
 		if (ipoib_cm_wanted(priv, skb, daddr)) {
 			ret = ipoib_cm_xmit(priv, path, skb, qpn, &mtu);
@@ -142,6 +280,11 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	}
 
 	if (!path) {
+		if (priv->npaths >= ipoib_path_limit() &&
+		    !ipoib_path_evict(priv)) {
+			priv->path_drops++;
+			goto drop;
+		}
 		path = kzalloc(sizeof(*path), GFP_ATOMIC);
 		if (!path)
 			goto drop;
@@ -153,10 +296,14 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		init_completion(&path->done);
 		complete(&path->done);	/* no query in flight */
 		hash_add(priv->paths, &path->node, ipoib_gid_hash(gid));
+		list_add_tail(&path->lru, &priv->path_lru);
+		priv->npaths++;
 	}
 	if (ipoib_park(&path->queue, IPOIB_MAX_PATH_QUEUE, skb))
 		skb = NULL;
-	if (!path->query && time_after_eq(jiffies, path->retry_after))
+	/* not while the last query's callback still runs (path_done) */
+	if (!path->query && completion_done(&path->done) &&
+	    time_after_eq(jiffies, path->retry_after))
 		ipoib_path_query(priv, path);
 drop:
 	spin_unlock_irqrestore(&priv->lock, flags);
@@ -190,15 +337,17 @@ void ipoib_flush_paths(struct ipoib_dev_priv *priv)
 	ASSERT_RTNL();
 	spin_lock_irq(&priv->lock);
 	hash_for_each_safe(priv->paths, bkt, n, path, node) {
-		hash_del(&path->node);
+		ipoib_path_unlink(priv, path);
 		list_add_tail(&path->flush, &dead);
-		if (path->query)
-			ib_sa_cancel_query(path->query_id, path->query);
 	}
+	list_splice_init(&priv->path_evicted, &dead);
+	priv->nevicted = 0;
 	spin_unlock_irq(&priv->lock);
 
 	list_for_each_entry_safe(path, tmp, &dead, flush)
 		ipoib_path_free(path);
+	/* a batch the work took before us: freed before the transport goes */
+	flush_work(&priv->path_evict_work);
 }
 
 static unsigned long ipoib_gc_interval(void)
@@ -230,7 +379,7 @@ void ipoib_path_gc_work(struct work_struct *work)
 		if (path->query || !skb_queue_empty(&path->queue) ||
 		    time_before(jiffies, path->last_used + 2 * interval))
 			continue;
-		hash_del(&path->node);
+		ipoib_path_unlink(priv, path);
 		list_add_tail(&path->flush, &dead);
 	}
 	spin_unlock_irq(&priv->lock);
@@ -241,5 +390,6 @@ void ipoib_path_gc_work(struct work_struct *work)
 	}
 	if (n)
 		ipoib_dbg(priv, "forgot %u idle paths\n", n);
+	ipoib_mcast_expire(priv, 2 * interval);
 	queue_delayed_work(ipoib_wq, &priv->gc_work, interval);
 }

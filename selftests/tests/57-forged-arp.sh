@@ -1,0 +1,171 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: both
+# timeout: 300
+#
+# A hostile peer in the partition: well-formed ARP requests for ib0's
+# address, each from a random forged sender hardware address (QPN and
+# GID), sent with an AF_PACKET socket on the peer's interface. ib0
+# answers every one, which needs a path per forged GID. Ours keeps at
+# most max_paths of them (the least recently used idle one is evicted,
+# counted in debugfs "stats"), so memory stays bounded, and pings between
+# the two real ends keep flowing during the flood. In-tree keeps a path
+# and a neighbour per forged address with no bound: the test expects it
+# to grow and reports its figures. Afterwards the path collector
+# (2 x net.ipv4.neigh.default.gc_interval idle) forgets every forged path.
+# NREQ (default 20000) requests.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ping python3
+
+NREQ=${NREQ:-20000}
+MAX=1024
+D=/sys/kernel/debug/ipoib
+
+ktap_header 5
+ktap_diag "IPOIB=$IPOIB NREQ=$NREQ"
+
+GC=/proc/sys/net/ipv4/neigh/default/gc_interval
+old_gc=$(cat $GC)
+# long enough that nothing is collected during the flood (the collector's
+# period is read when the interface comes up)
+echo 30 >$GC
+defer sh -c "echo $old_gc >$GC"
+
+ipoib_fabric_up
+ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
+
+# path_count: paths ib0 keeps (ours: debugfs path; in-tree: ib0_path)
+path_count() {
+	local f
+
+	if [[ $IPOIB == ours ]]; then
+		f=$(grep -lx ib0 $D/*/name 2>/dev/null | head -1)
+		grep -vc '^#' "$(dirname "$f")/path"
+	elif [[ -r /sys/kernel/debug/ipoib/ib0_path ]]; then
+		# its iterator walks the tree from the start for every entry
+		timeout 60 grep -c '^GID:' /sys/kernel/debug/ipoib/ib0_path ||
+			echo "?"
+	else
+		echo "?"
+	fi
+}
+
+ours_stat() { # NAME: a line of ours' debugfs stats
+	local f
+
+	f=$(grep -lx ib0 $D/*/name 2>/dev/null | head -1)
+	awk -v n="$1" '$1 == n { print $2 }' "$(dirname "$f")/stats" 2>/dev/null
+}
+
+sunreclaim() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
+
+if [[ $IPOIB == ours ]]; then
+	if [[ -w /sys/module/ib_ipoib/parameters/max_paths ]]; then
+		echo $MAX >/sys/module/ib_ipoib/parameters/max_paths
+	else
+		ktap_diag "ours has no max_paths parameter"
+	fi
+fi
+
+ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+brd=$(ip -n "$B" -o link show ib1 | sed -n 's|.* brd \([0-9a-f:]*\).*|\1|p')
+paths0=$(path_count)
+slab0=$(sunreclaim)
+rx0=$(ip netns exec "$A" cat /sys/class/net/ib0/statistics/rx_packets)
+
+# background pings between the real ends during the flood
+ip netns exec "$A" ping -i 0.2 -W 1 -c 1000 192.0.2.2 >/tmp/57-ping.$$ 2>&1 &
+ping_pid=$!
+
+start=$SECONDS
+ip netns exec "$B" python3 - "$brd" "$NREQ" <<'EOF'
+import os, random, socket, struct, sys, time
+
+brd = bytes.fromhex(sys.argv[1].replace(":", ""))
+n = int(sys.argv[2])
+rng = random.Random(57)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+s.bind(("ib1", 0))
+tip = socket.inet_aton("192.0.2.1")
+sent = 0
+for i in range(n):
+    # flags+QPN, then a link-local GID with a random interface ID
+    sha = bytes([0, rng.randrange(256), rng.randrange(256), rng.randrange(1, 256)])
+    sha += bytes.fromhex("fe80000000000000") + rng.randbytes(8)
+    spa = socket.inet_aton("192.0.2.%d" % rng.randrange(3, 255))
+    arp = struct.pack("!HHBBH", 32, 0x0800, 20, 4, 1) + sha + spa + bytes(20) + tip
+    while True:
+        try:
+            s.send(brd + struct.pack("!HH", 0x0806, 0) + arp)
+            break
+        except OSError:
+            time.sleep(0.01)
+    sent += 1
+    # pace the flood so that the receive ring keeps up in an emulated guest
+    if i % 100 == 99:
+        time.sleep(0.02)
+print(sent)
+EOF
+flood_rc=$?
+secs=$((SECONDS - start))
+sleep 2
+paths1=$(path_count)
+slab1=$(sunreclaim)
+rx1=$(ip netns exec "$A" cat /sys/class/net/ib0/statistics/rx_packets)
+kill -INT "$ping_pid" 2>/dev/null
+wait "$ping_pid" 2>/dev/null
+ktap_diag "flood: $NREQ requests in ${secs}s, ib0 received $((rx1 - rx0)) packets"
+ktap_diag "paths: $paths0 before, $paths1 after; SUnreclaim: ${slab0} kB before, ${slab1} kB after (+$(((slab1 - slab0) / 1024)) MB)"
+[[ $IPOIB == ours ]] &&
+	ktap_diag "ours: $(f=$(grep -lx ib0 $D/*/name | head -1); tr '\n' ' ' <"$(dirname "$f")/stats")"
+
+RET=0
+((flood_rc == 0 && rx1 - rx0 >= NREQ * 9 / 10))
+check_err $? "flood rc $flood_rc, ib0 received $((rx1 - rx0)) of $NREQ"
+log_test "$NREQ forged ARP requests delivered to ib0"
+
+RET=0
+if [[ $IPOIB == ours ]]; then
+	((paths1 <= MAX))
+	check_err $? "$paths1 paths, more than max_paths=$MAX"
+	ev=$(ours_stat path_evictions)
+	((${ev:-0} > 0))
+	check_err $? "no evictions counted (path_evictions '${ev}')"
+	# a path costs well under 1 KiB: the bound, not the flood, sets memory
+	(((slab1 - slab0) < 8 * 1024))
+	check_err $? "SUnreclaim grew by $(((slab1 - slab0) / 1024)) MB"
+	log_test "paths bounded by max_paths=$MAX, evictions counted, slab growth < 8 MB"
+else
+	# in-tree has no bound: expected to keep a path per forged address
+	[[ $paths1 == "?" ]] || ((paths1 > MAX))
+	check_err $? "in-tree kept only $paths1 paths (expected unbounded growth)"
+	(((slab1 - slab0) >= 8 * 1024))
+	check_err $? "in-tree SUnreclaim grew by only $(((slab1 - slab0) / 1024)) MB"
+	log_test "in-tree: unbounded, kept $paths1 paths (+$(((slab1 - slab0) / 1024)) MB) # expected"
+fi
+
+RET=0
+lost=$(sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' /tmp/57-ping.$$)
+ktap_diag "ping during the flood: $(grep -E 'packets transmitted' /tmp/57-ping.$$)"
+[[ -n $lost ]] && (( ${lost%.*} <= 10 ))
+check_err $? "ping loss ${lost:-?}% during the flood"
+ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+check_err $? "ping after the flood"
+log_test "legitimate pings flow during and after the flood"
+rm -f /tmp/57-ping.$$
+
+RET=0
+if [[ $IPOIB == ours ]]; then
+	# the collector reads the period again at its next run (<= 30 s)
+	echo 2 >$GC
+	slowwait 60 sh -c "[ \$(grep -lx ib0 $D/*/name | head -1 | xargs dirname | xargs -I{} grep -vc '^#' {}/path) -le 1 ]"
+	check_err $? "forged paths not collected: $(path_count) left"
+	ktap_diag "SUnreclaim after collection: $(sunreclaim) kB"
+	log_test "idle forged paths are collected"
+else
+	ktap_skip "idle forged paths are collected" "in-tree: not measured (its neighbour GC)"
+fi
+
+ktap_finish
