@@ -211,7 +211,6 @@ struct ipoib_mcast {
 	enum ipoib_mcast_state state;
 	int status;			/* last join failure */
 	unsigned int backoff;		/* seconds */
-	unsigned long last_used;	/* jiffies of the last send */
 	unsigned long retry_after;	/* jiffies */
 	struct ib_sa_multicast *mc;
 	struct ib_sa_mcmember_rec rec;
