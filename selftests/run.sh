@@ -44,7 +44,7 @@ case ${1:-} in
 	guest_cmd=$ROOT/selftests/${1#--}.sh
 	export SERIAL=1
 	# the demo shows its own steps, not the guest kernel's console
-	[[ $1 == --demo ]] && guest_opts=(--quiet)
+	[[ $1 == --demo ]] && guest_opts+=(--quiet)
 	shift
 	;;
 esac
