@@ -6,6 +6,8 @@
 #   make KVER=<abi>           build against /usr/src/linux-headers-<abi>
 #   make check                full suite on Debian's 6.1 and 6.12 kernels in QEMU
 #   make check KSER=6.12      one kernel series only; TESTS="a b" runs a subset
+#   make check-debug          the suite on a KASAN/kmemleak/lockdep kernel built
+#                             from Debian's linux-source-6.1 (cached; not in check)
 #   make shell KSER=6.12      interactive guest shell with the modules built
 #   make style | sparse       checkpatch / sparse (C=2, endian checks)
 #   make install | dkms-install | dkms-uninstall
@@ -34,7 +36,7 @@ VM := selftests/vm
 SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
-	deps kernels check shell demo bench fresh
+	deps kernels check check-debug shell demo bench fresh
 
 all: module
 
@@ -82,6 +84,16 @@ kernels: deps
 
 check: kernels
 	@selftests/run.sh $(KSER)
+
+# The debug kernel (selftests/vm/debug-kernel.sh) is built once per config
+# fragment and linux-source version. It is several times slower under TCG:
+# every timeout is scaled, and a warning does not end the guest (each
+# KASAN/lockdep report is collected; any of them still fails the run).
+DEBUG_TIMEOUT_SCALE ?= 4
+check-debug: deps
+	@$(VM)/kernels.sh fetch debug
+	@TIMEOUT_SCALE=$(DEBUG_TIMEOUT_SCALE) \
+		GUEST_APPEND="panic_on_warn=0 kasan_multi_shot" selftests/run.sh debug
 
 shell: kernels
 	@selftests/run.sh --shell $(firstword $(KSER))

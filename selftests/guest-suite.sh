@@ -14,6 +14,15 @@
 #                                    runs it twice, IPOIB=ours and intree)
 #   # timeout: SEC                   overrides timeout= from selftests/settings
 # Exit status of a test: 0 pass, 4 skip, anything else fail.
+# Env TIMEOUT_SCALE=N multiplies every test's timeout (make check-debug).
+#
+# On a kernel with kmemleak (the debug kernel of make check-debug) the
+# suite ends with one more result, "kmemleak": a scan after the last test
+# whose report must not name ib_*, rdma_*, ipoib, softib or an address in
+# module space that no longer resolves (a module unloaded since it
+# allocated). What kmemleak suspects before the first test (boot-time
+# false positives, nothing of ours is loaded yet) is cleared first, and
+# the periodic scan is off: each costs minutes under KASAN and TCG.
 
 set -uo pipefail
 
@@ -27,8 +36,11 @@ fi
 TESTS=${TESTS:-}
 DRIVERS=${DRIVERS:-ours intree}
 REPEAT=${REPEAT:-1}
+TIMEOUT_SCALE=${TIMEOUT_SCALE:-1}
 export KO_DIR=${KO_DIR:-} LONG=${LONG:-0}
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "guest-suite.sh: REPEAT='$REPEAT' is not a count" >&2; exit 1; }
+[[ $TIMEOUT_SCALE =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "guest-suite.sh: TIMEOUT_SCALE='$TIMEOUT_SCALE' is not a whole factor" >&2; exit 1; }
 for d in $DRIVERS; do
 	[[ $d == ours || $d == intree ]] ||
 		{ echo "guest-suite.sh: DRIVERS='$DRIVERS': want ours, intree or both" >&2; exit 1; }
@@ -80,9 +92,10 @@ if ((list_only)); then
 		read -r name ipoib f <<<"$run"
 		[[ $ipoib == missing ]] && continue
 		t=$(header "$f" timeout)
-		total=$((total + ${t:-$default_timeout}))
+		total=$((total + ${t:-$default_timeout} * TIMEOUT_SCALE))
 	done
-	echo "$total"
+	# the final kmemleak scan (two scans of a KASAN kernel under TCG)
+	echo $((total + 300 * TIMEOUT_SCALE))
 	exit 0
 fi
 
@@ -116,8 +129,39 @@ slowwait_unload() {
 # A marker in dmesg (KERN_INFO: not on the console at loglevel=5).
 kmsg() { echo "<6>ipoib-ng: $*" >/dev/kmsg 2>/dev/null || true; }
 
+KMEMLEAK=/sys/kernel/debug/kmemleak
+kmemleak=0
+[[ -e $KMEMLEAK ]] && kmemleak=1
+
+# kmemleak_scan: two scans (an object is reported only once its contents
+# stayed the same over a scan; the first scan of a new object records
+# them), then the report.
+kmemleak_scan() {
+	echo scan >"$KMEMLEAK" && sleep 6 && echo scan >"$KMEMLEAK" &&
+		cat "$KMEMLEAK"
+}
+
+# kmemleak_ours: the report's entries (blank-line separated, each one
+# "unreferenced object ..." and its backtrace) that name our code or the
+# RDMA stack (not fib_...), or an unresolved module-space address.
+kmemleak_ours() {
+	awk -v RS= -v ORS='\n\n' \
+		'/[ [<](ib_|rdma_)|ipoib|softib|0xffffffff[c-f][0-9a-f]+/'
+}
+
+if ((kmemleak)); then
+	# boot-time suspects (early allocations kmemleak cannot follow)
+	# are marked as seen: only what the tests allocate is reported
+	if echo scan=off >"$KMEMLEAK" && kmemleak_scan >/dev/null &&
+	   echo clear >"$KMEMLEAK"; then
+		kmsg "kmemleak: periodic scan off, boot suspects cleared"
+	else
+		echo "# kmemleak is present but refuses commands (disabled?)"
+	fi
+fi
+
 echo "TAP version 13"
-echo "1..${#runs[@]}"
+echo "1..$((${#runs[@]} + kmemleak))"
 n=0 pass=0 fail=0 skip=0
 out=$(mktemp)
 for run in "${runs[@]}"; do
@@ -130,7 +174,7 @@ for run in "${runs[@]}"; do
 		continue
 	fi
 	t=$(header "$f" timeout)
-	t=${t:-$default_timeout}
+	t=$((${t:-$default_timeout} * TIMEOUT_SCALE))
 
 	echo "# selftests: ipoib-ng: $desc"
 	kmsg "start $desc"
@@ -160,5 +204,28 @@ for run in "${runs[@]}"; do
 	fi
 done
 rm -f "$out"
+
+if ((kmemleak)); then
+	n=$((n + 1))
+	kmsg "kmemleak: final scan"
+	if ! report=$(kmemleak_scan); then
+		echo "not ok $n kmemleak # the scan failed (kmemleak disabled itself?)"
+		fail=$((fail + 1))
+	else
+		ours=$(kmemleak_ours <<<"$report")
+		others=$(grep -c '^unreferenced object' <<<"$report")
+		echo "# kmemleak: $others suspected leak(s) in all"
+		if [[ -n $ours ]]; then
+			sed 's/^/# /' <<<"$ours" | head -n 300
+			echo "not ok $n kmemleak # $(grep -c '^unreferenced object' <<<"$ours") leak(s) in the RDMA stack or ours"
+			fail=$((fail + 1))
+		else
+			# not ours: shown, not failed (see the header)
+			sed 's/^/# unrelated: /' <<<"$report" | head -n 100
+			echo "ok $n kmemleak"
+			pass=$((pass + 1))
+		fi
+	fi
+fi
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
 ((fail == 0))

@@ -12,6 +12,10 @@
 # work tree stays clean and both kernels build side by side), the modules
 # collected in .build/<abi>/ko/, and the guest's output, dmesg and console
 # log in .build/<abi>/results/. Env TESTS="a b" runs a subset.
+# SERIES "debug" is the debug kernel of make check-debug (kernels.sh):
+# the modules build against its build tree. Env TIMEOUT_SCALE=N multiplies
+# every timeout (that kernel is several times slower under TCG), env
+# GUEST_APPEND adds to the guest's kernel command line.
 # The last line is "N passed, N failed, N skipped"; exit status 1 on any
 # failure (a failed build or a guest that died counts as one).
 
@@ -21,9 +25,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VM=$ROOT/selftests/vm
 cd "$ROOT"
 export TESTS=${TESTS:-} DRIVERS=${DRIVERS:-ours intree} REPEAT=${REPEAT:-1} LONG=${LONG:-0}
+export TIMEOUT_SCALE=${TIMEOUT_SCALE:-1}
+[[ $TIMEOUT_SCALE =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "run.sh: TIMEOUT_SCALE='$TIMEOUT_SCALE' is not a whole factor" >&2; exit 1; }
 
 shell=0
 guest_opts=()
+[[ -n ${GUEST_APPEND:-} ]] && guest_opts+=(--append "$GUEST_APPEND")
 guest_cmd=$ROOT/selftests/guest-suite.sh
 case ${1:-} in
 --shell)
@@ -36,7 +44,7 @@ case ${1:-} in
 	guest_cmd=$ROOT/selftests/${1#--}.sh
 	export SERIAL=1
 	# the demo shows its own steps, not the guest kernel's console
-	[[ $1 == --demo ]] && guest_opts=(--quiet)
+	[[ $1 == --demo ]] && guest_opts+=(--quiet)
 	shift
 	;;
 esac
@@ -48,10 +56,11 @@ resolve_abi() {
 	"$VM/kernels.sh" abi "$1"
 }
 
-# shadow_build ABI DIR [MAKE ARGS]: build the modules in a tree of
-# symlinks to the sources at DIR; the log is DIR/build.log.
+# shadow_build KDIR DIR [MAKE ARGS]: build the modules against the kernel
+# build tree KDIR in a tree of symlinks to the sources at DIR; the log is
+# DIR/build.log.
 shadow_build() {
-	local abi=$1 b=$2 f
+	local kdir=$1 b=$2 f
 
 	shift 2
 	mkdir -p "$b"
@@ -67,17 +76,17 @@ shadow_build() {
 		mkdir -p "$b/$(dirname "$f")"
 		ln -sfn "$ROOT/$f" "$b/$f"
 	done
-	make -C "/usr/src/linux-headers-$abi" M="$ROOT/$b" -j"$(nproc)" \
+	make -C "$kdir" M="$ROOT/$b" -j"$(nproc)" \
 		"$@" modules >"$b/build.log" 2>&1
 }
 
-# build ABI: the modules, plus the test-only interop variant of ib_ipoib
-# (IPOIB_NG_INTEROP=1, its own tree), into .build/ABI/ko/.
+# build ABI KDIR: the modules, plus the test-only interop variant of
+# ib_ipoib (IPOIB_NG_INTEROP=1, its own tree), into .build/ABI/ko/.
 build() {
-	local abi=$1 b=.build/$1
+	local abi=$1 kdir=$2 b=.build/$1
 
-	shadow_build "$abi" "$b" || return 1
-	if ! shadow_build "$abi" "$b-interop" IPOIB_NG_INTEROP=1; then
+	shadow_build "$kdir" "$b" || return 1
+	if ! shadow_build "$kdir" "$b-interop" IPOIB_NG_INTEROP=1; then
 		cat "$b-interop/build.log" >>"$b/build.log"
 		return 1
 	fi
@@ -90,18 +99,19 @@ build() {
 
 if ((shell)); then
 	abi=$(resolve_abi "$1")
-	build "$abi" || { tail -n 30 ".build/$abi/build.log"; echo "build failed" >&2; }
+	build "$abi" "$("$VM/kernels.sh" kdir "$1")" || { tail -n 30 ".build/$abi/build.log"; echo "build failed" >&2; }
 	echo "KO_DIR=$ROOT/.build/$abi/ko; guest poweroff: exit"
 	exec "$VM/run-guest.sh" --abi "$abi" --shell -- \
 		env KO_DIR="$ROOT/.build/$abi/ko" EXPECT_ABI="$abi" bash -l
 fi
 
-timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 ))
+# the suite's own sum (scaled by guest-suite.sh) plus the boot
+timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 * TIMEOUT_SCALE ))
 
 # run_series SERIES: build and test one kernel series. Prints its KTAP and
 # diagnostics; the last line is "# counts PASS FAIL SKIP".
 run_series() {
-	local series=$1 start=$SECONDS abi b rc out p s f fail=0
+	local series=$1 start=$SECONDS abi kdir b rc out p s f fail=0
 
 	if ! abi=$(resolve_abi "$series"); then
 		echo "not ok - kernel series $series: cannot resolve its ABI"
@@ -110,7 +120,12 @@ run_series() {
 	fi
 	echo "# kernel $abi"
 	b=.build/$abi
-	if ! build "$abi"; then
+	if ! kdir=$("$VM/kernels.sh" kdir "$series"); then
+		echo "not ok - kernel series $series: no build tree for its modules"
+		echo "# counts 0 1 0"
+		return
+	fi
+	if ! build "$abi" "$kdir"; then
 		# The first errors, else the end of the log.
 		{ grep -E '(error|warning):' "$b/build.log" | head -n 30 ||
 		  tail -n 30 "$b/build.log"; } | sed 's/^/# build: /'
@@ -125,6 +140,7 @@ run_series() {
 	"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" --results "$b/results" \
 		-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
 		DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
+		TIMEOUT_SCALE="$TIMEOUT_SCALE" \
 		"$guest_cmd" || rc=$?
 
 	out=$b/results/output

@@ -5,11 +5,15 @@
 #
 #   kernels.sh fetch SERIES   resolve, download and unpack the kernel of SERIES
 #   kernels.sh abi SERIES     print the cached ABI of SERIES (e.g. 6.1.0-57-amd64)
+#   kernels.sh kdir SERIES    print the build tree to build our modules against
 #
-# SERIES is 6.1 or 6.12. The image package is unpacked (not installed) into
-# $CACHE/kernels/<abi>/ and depmod'ed there; the matching headers package is
-# installed on the host. $CACHE/kernels/<series>.abi records the mapping, so
-# later runs need no network and return at once.
+# SERIES is 6.1 or 6.12, or "debug": the KASAN/lockdep/kmemleak kernel
+# that debug-kernel.sh builds from Debian's linux-source-6.1 (make
+# check-debug); its build tree is its KDIR. For 6.1 and 6.12 the image
+# package is unpacked (not installed) into $CACHE/kernels/<abi>/ and
+# depmod'ed there; the matching headers package is installed on the host.
+# $CACHE/kernels/<series>.abi records the mapping, so later runs need no
+# network and return at once.
 
 set -euo pipefail
 
@@ -94,8 +98,22 @@ abi() {
 	cat "$KCACHE/$1.abi"
 }
 
-case ${1:-} in
-fetch) [[ $# -eq 2 ]] || die "usage: kernels.sh fetch SERIES"; fetch "$2" ;;
-abi) [[ $# -eq 2 ]] || die "usage: kernels.sh abi SERIES"; abi "$2" ;;
-*) die "usage: kernels.sh fetch|abi SERIES" ;;
+kdir() {
+	echo "/usr/src/linux-headers-$(abi "$1")"
+}
+
+[[ $# -eq 2 ]] || die "usage: kernels.sh fetch|abi|kdir SERIES"
+if [[ $2 == debug ]]; then
+	case $1 in
+	fetch) "$(dirname "$0")/debug-kernel.sh" build >/dev/null ;;
+	abi | kdir) "$(dirname "$0")/debug-kernel.sh" "$1" ;;
+	*) die "usage: kernels.sh fetch|abi|kdir SERIES" ;;
+	esac
+	exit
+fi
+case $1 in
+fetch) fetch "$2" ;;
+abi) abi "$2" ;;
+kdir) kdir "$2" ;;
+*) die "usage: kernels.sh fetch|abi|kdir SERIES" ;;
 esac

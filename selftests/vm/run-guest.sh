@@ -16,8 +16,9 @@
 # console still goes to console.log and is checked as always.
 #
 # Exit status: CMD's status; 3 if the kernel reported a problem (WARNING,
-# BUG, Oops, KFENCE, slub corruption, ...) even when CMD succeeded; 2 if
-# the guest died without reporting a status; 124 on timeout.
+# BUG, Oops, KFENCE, slub corruption, KASAN, lockdep, ...) even when CMD
+# succeeded; 2 if the guest died without reporting a status; 124 on
+# timeout.
 
 set -euo pipefail
 
@@ -244,7 +245,11 @@ PROBLEMS+='general protection|refcount_t:|Object corrupt|Redzone|'
 PROBLEMS+='Poison overwritten|Kernel panic|UBSAN|list_add corruption|'
 PROBLEMS+='list_del corruption|=====|soft lockup|hard LOCKUP|'
 PROBLEMS+='blocked for more than|rcu: INFO|self-detected stall|'
-PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow'
+PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow|'
+# the debug kernel (make check-debug): KASAN and lockdep's "WARNING:
+# possible ..." are covered above; lockdep's "INFO: ..." (non-static key)
+# and kmemleak's entries (should one reach the log) are not
+PROBLEMS+='BUG: KASAN|INFO: |unreferenced object'
 found=$( {
 	tr -d '\r' <"$results/console.log" | grep -E '^\[ *[0-9]+\.[0-9]+\]' || true
 	[[ -e $results/dmesg ]] && cat "$results/dmesg"
