@@ -22,6 +22,27 @@
 
 #include "ipoib.h"
 
+/*
+ * The one permission rule for sysfs and netlink: changing an interface
+ * (creating or deleting children, mode, umcast) takes CAP_NET_ADMIN in
+ * the user namespace that owns the interface's network namespace. Root
+ * of a container therefore configures the interfaces in its own
+ * namespace and nothing else. rtnetlink applies the same test to the
+ * sending socket and the target namespaces; sysfs does not, and a file
+ * opened by a privileged process may be written by anyone it hands the
+ * descriptor to, so every store handler asks here about the writer.
+ */
+int ipoib_may_configure(struct net_device *dev, const char *what)
+{
+	if (ns_capable(dev_net(dev)->user_ns, CAP_NET_ADMIN))
+		return 0;
+	/* anyone may knock: keep the log from being a tenant's megaphone */
+	if (net_ratelimit())
+		netdev_info(dev, "%s: refused: needs CAP_NET_ADMIN in the user namespace owning the network namespace of %s\n",
+			    what, dev->name);
+	return -EPERM;
+}
+
 static void ipoib_child_destructor(struct net_device *dev)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
@@ -131,8 +152,9 @@ static ssize_t create_child_store(struct device *d,
 	u16 pkey;
 	int ret;
 
-	if (!capable(CAP_NET_ADMIN))
-		return -EPERM;
+	ret = ipoib_may_configure(pdev, "create_child");
+	if (ret)
+		return ret;
 	ret = ipoib_parse_pkey(pdev, "create_child", buf, &pkey);
 	if (ret)
 		return ret;
@@ -175,8 +197,9 @@ static ssize_t delete_child_store(struct device *d,
 	u16 pkey;
 	int ret;
 
-	if (!capable(CAP_NET_ADMIN))
-		return -EPERM;
+	ret = ipoib_may_configure(pdev, "delete_child");
+	if (ret)
+		return ret;
 	ret = ipoib_parse_pkey(pdev, "delete_child", buf, &pkey);
 	if (ret)
 		return ret;
@@ -253,6 +276,16 @@ int ipoib_newlink(struct net *src_net, struct net_device *dev,
 		return -EINVAL;
 	}
 	parent = ipoib_priv(pdev);
+	/*
+	 * rtnetlink checked the socket's and the target namespaces, and
+	 * IFLA_LINK_NETNSID's; a parent can only be found in one of them.
+	 * Asked again so that the rule stays in one place (sysfs's).
+	 */
+	ret = ipoib_may_configure(pdev, "newlink");
+	if (ret) {
+		NL_SET_ERR_MSG(extack, "ipoib: needs CAP_NET_ADMIN over the parent's netns");
+		return ret;
+	}
 
 	pkey = parent->pkey;
 	if (data && data[IFLA_IPOIB_PKEY])

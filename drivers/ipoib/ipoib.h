@@ -352,6 +352,7 @@ void ipoib_set_reason(struct ipoib_dev_priv *priv,
 extern struct device_attribute dev_attr_create_child;
 extern struct device_attribute dev_attr_delete_child;
 extern struct device_attribute dev_attr_parent;
+int ipoib_may_configure(struct net_device *dev, const char *what);
 int ipoib_child_create(struct ipoib_dev_priv *parent, struct net_device *dev,
 		       u16 pkey, bool sysfs, struct netlink_ext_ack *extack);
 void ipoib_delete_children(struct ipoib_dev_priv *parent);

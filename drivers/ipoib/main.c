@@ -543,7 +543,11 @@ static ssize_t mode_store(struct device *d, struct device_attribute *attr,
 {
 	struct net_device *dev = to_net_dev(d);
 	bool connected;
+	int ret;
 
+	ret = ipoib_may_configure(dev, "mode");
+	if (ret)
+		return ret;
 	/* in-tree's spelling: exactly "connected\n" or "datagram\n" */
 	if (!strcmp(buf, "connected\n"))
 		connected = true;
@@ -570,12 +574,17 @@ static ssize_t umcast_show(struct device *d, struct device_attribute *attr,
 static ssize_t umcast_store(struct device *d, struct device_attribute *attr,
 			    const char *buf, size_t count)
 {
+	struct net_device *dev = to_net_dev(d);
 	unsigned long v;
+	int ret;
 
-	/* as in-tree: non-zero means on, anything else off; never an error */
+	ret = ipoib_may_configure(dev, "umcast");
+	if (ret)
+		return ret;
+	/* as in-tree: non-zero means on, anything else off; no other error */
 	if (kstrtoul(buf, 0, &v))
 		v = 0;
-	WRITE_ONCE(ipoib_priv(to_net_dev(d))->umcast, !!v);
+	WRITE_ONCE(ipoib_priv(dev)->umcast, !!v);
 	return count;
 }
 static DEVICE_ATTR_RW(umcast);
