@@ -5,8 +5,9 @@
  * destination(s) by DLID and QPN, applying the checks a real receiving
  * port applies (port state, partition, Q_Key), and completes both sides.
  *
- * Lock order: sender sq.lock -> receiver rq.lock -> (srq rq.lock) -> cq.lock.
- * A QP's work_lock is innermost: taken only by softib_qp_queue().
+ * Lock order: a QP's sq.lock -> its rq.lock -> its SRQ's lock -> cq.lock.
+ * Each kind has its own lockdep class (verbs.c, softib_wq_init()). A QP's
+ * work_lock is innermost: taken only by softib_qp_queue().
  * The sender holds no lock of its own while it delivers; every delivery
  * runs inside one RCU read-side section, which is what destroy_qp waits
  * for before it frees a QP.
