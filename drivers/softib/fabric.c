@@ -346,7 +346,15 @@ void softib_route_pkt(struct softib_pkt *pkt)
 		dqp = rcu_dereference(dport->special[wqe->remote_qpn]);
 	else
 		dqp = xa_load(&sdev->qps, wqe->remote_qpn);
-	if (!dqp || dqp->port_num != dport->num) {
+	/*
+	 * Only datagram QPs take datagrams. An RC QP's Q_Key reads as 0 (RC
+	 * cannot set one), so without this a UD send with Q_Key 0 would land
+	 * in its receive queue, GRH space and all (issue 10 S2).
+	 */
+	if (!dqp || dqp->port_num != dport->num ||
+	    (dqp->ibqp.qp_type != IB_QPT_UD &&
+	     dqp->ibqp.qp_type != IB_QPT_GSI &&
+	     dqp->ibqp.qp_type != IB_QPT_SMI)) {
 		softib_drop(dport, SOFTIB_DROP_NO_QP);
 		goto out_unlock;
 	}

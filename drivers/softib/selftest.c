@@ -9,11 +9,16 @@
  *  wrid   Posts one wr_id twice to a receive queue. With debug_wrid=1
  *         this must WARN (it checks the check); it fails the suite's
  *         "no kernel warning" rule, so only people run it.
+ *  ud_to_rc  A UD datagram with Q_Key 0 addressed to an RC QP that has a
+ *         receive posted: an RC QP takes no datagrams, so it must be
+ *         dropped (drop_no_qp) and no receive completion appear.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "softib.h"
@@ -154,6 +159,183 @@ static int softib_st_wrid(struct softib_dev *sdev, struct ib_pd *pd,
 	return ret;
 }
 
+/* An RC QP in RTR, "connected" to nobody, with one receive posted. */
+static struct ib_qp *softib_st_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
+				     struct ib_sge *sge)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {
+			.max_send_wr = 1,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+	};
+	struct ib_recv_wr wr = {
+		.wr_id = 0xc0,
+		.sg_list = sge,
+		.num_sge = 1,
+	};
+	struct ib_qp *qp;
+	int ret;
+
+	qp = ib_create_qp(pd, &init);
+	if (IS_ERR(qp))
+		return qp;
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		goto err_destroy;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_4096;
+	attr.dest_qp_num = 0xffffff;
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_dlid(&attr.ah_attr, 2);
+	rdma_ah_set_port_num(&attr.ah_attr, 1);
+	attr.min_rnr_timer = 1;
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	ret = ret ?: ib_post_recv(qp, &wr, NULL);
+	if (ret)
+		goto err_destroy;
+	return qp;
+
+err_destroy:
+	ib_destroy_qp(qp);
+	return ERR_PTR(ret);
+}
+
+static int softib_st_to_rts(struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
+	int ret;
+
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	attr.qp_state = IB_QPS_RTS;
+	return ret ?: ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN);
+}
+
+/* Poll for up to "ms" milliseconds; count send and receive completions. */
+static void softib_st_drain(struct ib_cq *cq, unsigned int ms, int *sends,
+			    int *recvs)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+	struct ib_wc wc;
+
+	*sends = 0;
+	*recvs = 0;
+	do {
+		while (ib_poll_cq(cq, 1, &wc) == 1) {
+			if (wc.opcode & IB_WC_RECV)
+				(*recvs)++;
+			else
+				(*sends)++;
+		}
+		usleep_range(500, 1000);
+	} while (time_before(jiffies, end));
+}
+
+static int softib_st_ud_to_rc(struct softib_dev *sdev, struct ib_pd *pd,
+			      struct ib_cq *cq)
+{
+	atomic64_t *no_qp = &softib_port(sdev, 1)->cnt.drops[SOFTIB_DROP_NO_QP];
+	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
+	struct ib_qp *rc = NULL, *ud = NULL;
+	struct ib_sge rsge, ssge;
+	struct ib_ud_wr wr = {};
+	struct ib_ah *ah = NULL;
+	int sends, recvs, ret;
+	s64 before;
+	void *buf;
+
+	buf = kzalloc(2 * 256, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	rsge = (struct ib_sge) {
+		.addr = (uintptr_t)buf,
+		.length = 256,
+		.lkey = pd->local_dma_lkey,
+	};
+	ssge = (struct ib_sge) {
+		.addr = (uintptr_t)buf + 256,
+		.length = 64,
+		.lkey = pd->local_dma_lkey,
+	};
+	rc = softib_st_rc_qp(pd, cq, &rsge);
+	if (IS_ERR(rc)) {
+		ret = PTR_ERR(rc);
+		rc = NULL;
+		goto out;
+	}
+	ud = softib_st_qp(pd, cq);
+	if (IS_ERR(ud)) {
+		ret = PTR_ERR(ud);
+		ud = NULL;
+		goto out;
+	}
+	ret = softib_st_to_rts(ud);
+	if (ret)
+		goto out;
+	rdma_ah_set_dlid(&ah_attr, 1);
+	rdma_ah_set_port_num(&ah_attr, 1);
+	ah = rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah)) {
+		ret = PTR_ERR(ah);
+		ah = NULL;
+		goto out;
+	}
+
+	before = atomic64_read(no_qp);
+	wr.wr.wr_id = 0xd0;
+	wr.wr.sg_list = &ssge;
+	wr.wr.num_sge = 1;
+	wr.wr.opcode = IB_WR_SEND;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.ah = ah;
+	wr.remote_qpn = rc->qp_num;
+	wr.remote_qkey = 0;	/* what an RC QP's (unset) Q_Key reads as */
+	ret = ib_post_send(ud, &wr.wr, NULL);
+	if (ret)
+		goto out;
+	softib_st_drain(cq, 100, &sends, &recvs);
+	ret = -EIO;
+	if (sends != 1) {
+		pr_err("selftest ud_to_rc: %d send completions, expected 1\n",
+		       sends);
+		goto out;
+	}
+	if (recvs) {
+		pr_err("selftest ud_to_rc: the RC QP received a UD datagram\n");
+		goto out;
+	}
+	if (atomic64_read(no_qp) - before != 1) {
+		pr_err("selftest ud_to_rc: drop_no_qp grew by %lld, expected 1\n",
+		       atomic64_read(no_qp) - before);
+		goto out;
+	}
+	ret = 0;
+out:
+	if (ah)
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (ud)
+		ib_destroy_qp(ud);
+	if (rc)
+		ib_destroy_qp(rc);
+	kfree(buf);
+	return ret;
+}
+
 int softib_selftest(struct softib_dev *sdev, const char *name)
 {
 	struct ib_cq_init_attr cq_attr = { .cqe = 16 };
@@ -161,7 +343,8 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 	struct ib_cq *cq;
 	int ret;
 
-	if (strcmp(name, "purge") && strcmp(name, "wrid"))
+	if (strcmp(name, "purge") && strcmp(name, "wrid") &&
+	    strcmp(name, "ud_to_rc"))
 		return -EINVAL;
 	pd = ib_alloc_pd(&sdev->ibdev, 0);
 	if (IS_ERR(pd))
@@ -173,6 +356,8 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 	}
 	if (!strcmp(name, "purge"))
 		ret = softib_st_purge(sdev, pd, cq);
+	else if (!strcmp(name, "ud_to_rc"))
+		ret = softib_st_ud_to_rc(sdev, pd, cq);
 	else
 		ret = softib_st_wrid(sdev, pd, cq);
 	ib_destroy_cq(cq);
