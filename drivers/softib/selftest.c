@@ -9,6 +9,10 @@
  *  wrid   Posts one wr_id twice to a receive queue. With debug_wrid=1
  *         this must WARN (it checks the check); it fails the suite's
  *         "no kernel warning" rule, so only people run it.
+ *  sa_cap Fills the SA's group table with joins up to sa_max_groups: the
+ *         next new group is refused with status 0x0100 (no resources) and
+ *         counted, a join to an existing group still works, and leaving
+ *         a group makes room (its MLID is reused). Cleans up after itself.
  *  ud_to_rc  A UD datagram with Q_Key 0 addressed to an RC QP that has a
  *         receive posted: an RC QP takes no datagrams, so it must be
  *         dropped (drop_no_qp) and no receive completion appear.
@@ -20,6 +24,8 @@
 #include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_sa.h>
 
 #include "softib.h"
 
@@ -336,6 +342,102 @@ out:
 	return ret;
 }
 
+#define SOFTIB_ST_SA_NO_RESOURCES	0x0100
+
+static void softib_st_mgid(union ib_gid *mgid, u32 i)
+{
+	/* an IPv4 IPoIB multicast MGID of P_Key 0xffff, scope 2 */
+	*mgid = (union ib_gid) { .raw = {
+		0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0,
+		0xef, (u8)(i >> 16), (u8)(i >> 8), (u8)i } };
+}
+
+static int softib_st_sa_join(struct softib_dev *sdev, u32 port, u8 method,
+			     u32 i, u16 *mlid)
+{
+	union ib_gid mgid;
+	u16 status;
+
+	softib_st_mgid(&mgid, i);
+	*mlid = softib_sa_mcmember_req(sdev, softib_port(sdev, port), method,
+				       &mgid, 1, &status);
+	return status;
+}
+
+static int softib_st_sa_cap(struct softib_dev *sdev)
+{
+	unsigned long start = jiffies;
+	u32 base, cap, n = 0, i;
+	int ret = -EIO;
+	s64 refused;
+	u16 st, mlid, mlid0 = 0;
+
+	mutex_lock(&sdev->sa_lock);
+	base = sdev->sa_groups;
+	mutex_unlock(&sdev->sa_lock);
+	cap = sdev->sa_max_groups;
+	refused = atomic64_read(&sdev->sa_groups_refused);
+
+	for (; base + n < cap; n++) {
+		st = softib_st_sa_join(sdev, 1, IB_MGMT_METHOD_SET, n, &mlid);
+		if (st) {
+			pr_err("selftest sa_cap: join %u of %u refused, status 0x%04x\n",
+			       n, cap - base, st);
+			goto out;
+		}
+		if (!n)
+			mlid0 = mlid;
+	}
+	st = softib_st_sa_join(sdev, 1, IB_MGMT_METHOD_SET, n, &mlid);
+	if (st != SOFTIB_ST_SA_NO_RESOURCES) {
+		pr_err("selftest sa_cap: a join beyond sa_max_groups=%u got status 0x%04x, expected 0x%04x\n",
+		       cap, st, SOFTIB_ST_SA_NO_RESOURCES);
+		if (!st)
+			n++;
+		goto out;
+	}
+	if (atomic64_read(&sdev->sa_groups_refused) != refused + 1) {
+		pr_err("selftest sa_cap: sa_groups_refused did not count the refusal\n");
+		goto out;
+	}
+	if (n) {
+		/* the cap refuses new groups, not members */
+		st = softib_st_sa_join(sdev, 2, IB_MGMT_METHOD_SET, 0, &mlid);
+		if (st) {
+			pr_err("selftest sa_cap: joining an existing group at the cap got status 0x%04x\n",
+			       st);
+			goto out;
+		}
+		softib_st_sa_join(sdev, 2, IB_SA_METHOD_DELETE, 0, &mlid);
+		softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE, 0, &mlid);
+		st = softib_st_sa_join(sdev, 1, IB_MGMT_METHOD_SET, n, &mlid);
+		if (st || mlid != mlid0) {
+			pr_err("selftest sa_cap: after a leave the join got status 0x%04x MLID 0x%04x, expected 0 and 0x%04x\n",
+			       st, mlid, mlid0);
+			if (!st)
+				softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE,
+						  n, &mlid);
+			goto out;
+		}
+		softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE, n, &mlid);
+	}
+	ret = 0;
+out:
+	/* a leave of a group we are not in is refused harmlessly */
+	for (i = 0; i < n; i++)
+		softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE, i, &mlid);
+	mutex_lock(&sdev->sa_lock);
+	if (!ret && sdev->sa_groups != base) {
+		pr_err("selftest sa_cap: %u groups left, expected %u\n",
+		       sdev->sa_groups, base);
+		ret = -EIO;
+	}
+	mutex_unlock(&sdev->sa_lock);
+	pr_info("selftest sa_cap: %u joins up to sa_max_groups=%u in %u ms\n",
+		n, cap, jiffies_to_msecs(jiffies - start));
+	return ret;
+}
+
 int softib_selftest(struct softib_dev *sdev, const char *name)
 {
 	struct ib_cq_init_attr cq_attr = { .cqe = 16 };
@@ -343,6 +445,10 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 	struct ib_cq *cq;
 	int ret;
 
+	if (!strcmp(name, "sa_cap")) {
+		ret = softib_st_sa_cap(sdev);
+		goto out_log;
+	}
 	if (strcmp(name, "purge") && strcmp(name, "wrid") &&
 	    strcmp(name, "ud_to_rc"))
 		return -EINVAL;
@@ -363,6 +469,7 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 	ib_destroy_cq(cq);
 out_pd:
 	ib_dealloc_pd(pd);
+out_log:
 	pr_info("selftest %s: %s (%d)\n", name, ret ? "FAIL" : "ok", ret);
 	return ret;
 }
