@@ -244,7 +244,12 @@ PROBLEMS+='general protection|refcount_t:|Object corrupt|Redzone|'
 PROBLEMS+='Poison overwritten|Kernel panic|UBSAN|list_add corruption|'
 PROBLEMS+='list_del corruption|=====|soft lockup|hard LOCKUP|'
 PROBLEMS+='blocked for more than|rcu: INFO|self-detected stall|'
-PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow'
+PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow|'
+# lockdep ("WARNING: possible recursive locking detected" is covered
+# above; older and rarer reports say INFO:), KASAN ("BUG: KASAN:" above),
+# kmemleak (its scan logs the count; the objects are in debugfs)
+PROBLEMS+='INFO: possible|INFO: trying to register non-static key|'
+PROBLEMS+='suspected memory leak|unreferenced object'
 found=$( {
 	tr -d '\r' <"$results/console.log" | grep -E '^\[ *[0-9]+\.[0-9]+\]' || true
 	[[ -e $results/dmesg ]] && cat "$results/dmesg"
