@@ -35,6 +35,21 @@ static int softib_objects_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_objects);
 
+/* The multicast groups QPs are attached to: MLID, MGID, attached QPs. */
+static int softib_mcast_show(struct seq_file *m, void *unused)
+{
+	struct softib_dev *sdev = m->private;
+	struct softib_mcast *mc;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(mc, &sdev->mcast, list)
+		seq_printf(m, "0x%04x %pI6 %u\n", mc->mlid, mc->mgid.raw,
+			   READ_ONCE(mc->n_attached));
+	rcu_read_unlock();
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(softib_mcast);
+
 static int softib_stats_show(struct seq_file *m, void *unused)
 {
 	struct softib_dev *sdev = m->private;
@@ -299,6 +314,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_objects_fops);
 	debugfs_create_file("stats", 0444, sdev->debugfs, sdev,
 			    &softib_stats_fops);
+	debugfs_create_file("mcast", 0444, sdev->debugfs, sdev,
+			    &softib_mcast_fops);
 	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
 			    &softib_selftest_fops);
 	/* "unsafe": flush must reach us; .owner pins the module while open */
@@ -317,6 +334,9 @@ void softib_debugfs_init(struct softib_dev *sdev)
 		debugfs_create_file("link", 0644, dir, port, &softib_link_fops);
 		debugfs_create_file("event", 0200, dir, port,
 				    &softib_event_fops);
+		/* test only: puts arbitrary datagrams on the fabric */
+		debugfs_create_file("inject", 0200, dir, port,
+				    &softib_inject_fops);
 	}
 }
 

@@ -125,9 +125,14 @@ static void softib_write_grh(const struct softib_pkt *pkt,
 				 IB_DETH_BYTES + 4 /* ICRC */);
 	grh.next_hdr = SOFTIB_GRH_NEXT_HDR;
 	grh.hop_limit = av->hop_limit;
-	grh.sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
-	/* LID N belongs to port N */
-	grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
+	if (pkt->sgid) {
+		grh.sgid = *pkt->sgid;	/* injected (inject.c) */
+	} else {
+		grh.sgid.global.subnet_prefix =
+			cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+		/* LID N belongs to port N */
+		grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
+	}
 	grh.dgid = av->dgid;
 	softib_copy_sg(dst, ndst, 0, &src, 1, sizeof(grh));
 }

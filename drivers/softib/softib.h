@@ -301,6 +301,7 @@ struct softib_pkt {
 	u16 pkey;
 	u32 qkey;
 	bool mcast;
+	const union ib_gid *sgid;	/* GRH SGID; NULL: the GID of SLID */
 };
 
 static inline struct softib_dev *to_sdev(struct ib_device *ibdev)
@@ -468,6 +469,9 @@ int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
 /* selftest.c */
 int softib_selftest(struct softib_dev *sdev, const char *name);
+
+/* inject.c */
+extern const struct file_operations softib_inject_fops;
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);
