@@ -170,7 +170,9 @@ lens = [(0, 8), (0, 64), (0, 600), (20, 1500), (0, 4096)]
 sent = qkey = pkey = 0
 s0 = snap()
 t0 = time.monotonic()
-while sent < frames and time.monotonic() - t0 < 150:
+# bounded: 200,000 take 45-60 s on an idle host (TCG), up to 3x that on
+# a loaded one
+while sent < frames and time.monotonic() - t0 < 240:
     n = min(1000, frames - sent)
     t, tmpl = rnd.choice(protos)
     tmpl = struct.pack('!HH', rnd.randrange(65536) if t is None else t, 0) + \
@@ -212,12 +214,13 @@ def d(k):
 
 
 rcv = d('sib_rcv_packets')
+# (rcv_packets also counts the port's background MADs at QP1: slack 20)
 if driver == 'ours':
     acc = d('rx_packets') + d('rx_length_errors') + d('rx_dropped')
-    acc_ok = acc >= rcv
+    acc_ok = acc >= rcv - 20
 else:
     acc = d('rx_packets')
-    acc_ok = rcv <= acc <= rcv + 100
+    acc_ok = rcv - 20 <= acc <= rcv + 100
 print('# random run: %d frames (seed %d) in %.1f s (%.0f/s): wrong qkey %d, '
       'wrong pkey %d, delivered %d: rcv_packets %d, drop_no_rwqe %d; '
       'driver counted %d' % (sent, seed, secs, sent / secs, qkey, pkey,

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
-# timeout: 300
+# timeout: 480
 #
 # Hostile UD traffic into an IPoIB interface (issue 10), put on the fabric
 # with softib's injector (debugfs ports/2/inject, Documentation/softib.rst)
@@ -66,7 +66,7 @@ grep -q '^FAIL random' <<<"$out"
 check_fail $? "$(grep '^FAIL random' <<<"$out" | xargs)"
 ((rc == 0 || rc == 1))
 check_err $? "65-hostile-ud.py: rc $rc"
-((secs < 200))
+((secs < 300))
 check_err $? "took ${secs}s"
 log_test "$FRAMES seeded random frames, each accounted for (${secs}s for both parts)"
 
@@ -110,14 +110,25 @@ check_err $? "$out"
 log_test "injector: bad input refused with a precise errno"
 
 
+# no more objects than before (path and neighbour GC may free AHs)
+objs_le() {
+	local -a a b
+	local i
+
+	read -ra a <<<"$1"
+	read -ra b <<<"$(objs)"
+	for ((i = 1; i < ${#a[@]}; i += 2)); do
+		((${b[i]:-0} <= ${a[i]})) || return 1
+	done
+}
 RET=0
-slowwait 10 sh -c "[ \"\$(xargs <$SOFTIB_DBG/objects)\" = \"$objs0\" ]" >/dev/null
+slowwait 10 objs_le "$objs0" >/dev/null
 check_err $? "softib objects before: $objs0; after: $(objs)"
 sunr1=$(meminfo SUnreclaim)
 ((sunr1 - sunr0 < 8192))
 check_err $? "SUnreclaim grew by $((sunr1 - sunr0)) kB"
 ktap_diag "SUnreclaim ${sunr0} kB -> ${sunr1} kB"
-log_test "no leak: softib objects unchanged, SUnreclaim within 8 MB"
+log_test "no leak: no more softib objects than before, SUnreclaim within 8 MB"
 
 ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ping A -> B after the hostile traffic"
