@@ -35,6 +35,21 @@ static int softib_objects_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_objects);
 
+/* The multicast groups QPs are attached to: MLID, MGID, attached QPs. */
+static int softib_mcast_show(struct seq_file *m, void *unused)
+{
+	struct softib_dev *sdev = m->private;
+	struct softib_mcast *mc;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(mc, &sdev->mcast, list)
+		seq_printf(m, "0x%04x %pI6 %u\n", mc->mlid, mc->mgid.raw,
+			   READ_ONCE(mc->n_attached));
+	rcu_read_unlock();
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(softib_mcast);
+
 static int softib_stats_show(struct seq_file *m, void *unused)
 {
 	struct softib_dev *sdev = m->private;
@@ -42,6 +57,9 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "purged_cqes %lld\nwrid_errors %lld\n",
 		   atomic64_read(&sdev->purged_cqes),
 		   atomic64_read(&sdev->wrid_errors));
+	seq_printf(m, "sa_groups %u\nsa_groups_max %u\nsa_groups_refused %lld\n",
+		   READ_ONCE(sdev->sa_groups), sdev->sa_max_groups,
+		   atomic64_read(&sdev->sa_groups_refused));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);
@@ -103,9 +121,16 @@ static const struct file_operations softib_link_fops = {
 	.llseek = default_llseek,
 };
 
-/* One open of the partitions file: the text written so far. */
+/*
+ * One open of the partitions file: the text written so far. The struct
+ * file can be shared (dup, fork): f_pos_lock serialises write() against
+ * write(), but ->flush runs at every close of any descriptor of it
+ * without that lock, and io_uring writes bypass it, so "lock" guards
+ * buf and len against a flush kfree()ing them during a write.
+ */
 struct softib_policy_open {
 	struct softib_dev *sdev;
+	struct mutex lock;	/* buf and len */
 	char *buf;
 	size_t len;
 };
@@ -130,9 +155,12 @@ static int softib_partitions_open(struct inode *inode, struct file *file)
 	if (!po)
 		return -ENOMEM;
 	po->sdev = inode->i_private;
+	mutex_init(&po->lock);
 	ret = single_open(file, softib_partitions_show, po);
-	if (ret)
+	if (ret) {
+		mutex_destroy(&po->lock);
 		kfree(po);
+	}
 	return ret;
 }
 
@@ -145,19 +173,29 @@ static ssize_t softib_partitions_write(struct file *file,
 				       loff_t *ppos)
 {
 	struct softib_policy_open *po = ((struct seq_file *)file->private_data)->private;
+	ssize_t ret = count;
 	char *buf;
 
-	if (po->len + count > SOFTIB_POLICY_MAX)
-		return -EFBIG;
+	mutex_lock(&po->lock);
+	if (po->len + count > SOFTIB_POLICY_MAX) {
+		ret = -EFBIG;
+		goto out_unlock;
+	}
 	buf = krealloc(po->buf, po->len + count, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
 	po->buf = buf;
-	if (copy_from_user(po->buf + po->len, ubuf, count))
-		return -EFAULT;
+	if (copy_from_user(po->buf + po->len, ubuf, count)) {
+		ret = -EFAULT;
+		goto out_unlock;
+	}
 	po->len += count;
 	*ppos += count;
-	return count;
+out_unlock:
+	mutex_unlock(&po->lock);
+	return ret;
 }
 
 /*
@@ -168,14 +206,17 @@ static ssize_t softib_partitions_write(struct file *file,
 static int softib_partitions_flush(struct file *file, fl_owner_t id)
 {
 	struct softib_policy_open *po = ((struct seq_file *)file->private_data)->private;
-	int ret;
+	int ret = 0;
 
-	if (!(file->f_mode & FMODE_WRITE) || !po->buf)
+	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
-	ret = softib_policy_set(po->sdev, po->buf, po->len);
+	mutex_lock(&po->lock);
+	if (po->buf)
+		ret = softib_policy_set(po->sdev, po->buf, po->len);
 	kfree(po->buf);
 	po->buf = NULL;
 	po->len = 0;
+	mutex_unlock(&po->lock);
 	return ret;
 }
 
@@ -184,6 +225,7 @@ static int softib_partitions_release(struct inode *inode, struct file *file)
 	struct softib_policy_open *po = ((struct seq_file *)file->private_data)->private;
 
 	kfree(po->buf);
+	mutex_destroy(&po->lock);
 	kfree(po);
 	return single_release(inode, file);
 }
@@ -272,6 +314,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_objects_fops);
 	debugfs_create_file("stats", 0444, sdev->debugfs, sdev,
 			    &softib_stats_fops);
+	debugfs_create_file("mcast", 0444, sdev->debugfs, sdev,
+			    &softib_mcast_fops);
 	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
 			    &softib_selftest_fops);
 	/* "unsafe": flush must reach us; .owner pins the module while open */
@@ -291,6 +335,9 @@ void softib_debugfs_init(struct softib_dev *sdev)
 		debugfs_create_file("link", 0644, dir, port, &softib_link_fops);
 		debugfs_create_file("event", 0200, dir, port,
 				    &softib_event_fops);
+		/* test only: puts arbitrary datagrams on the fabric */
+		debugfs_create_file("inject", 0200, dir, port,
+				    &softib_inject_fops);
 	}
 }
 

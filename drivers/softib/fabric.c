@@ -5,8 +5,9 @@
  * destination(s) by DLID and QPN, applying the checks a real receiving
  * port applies (port state, partition, Q_Key), and completes both sides.
  *
- * Lock order: sender sq.lock -> receiver rq.lock -> (srq rq.lock) -> cq.lock.
- * A QP's work_lock is innermost: taken only by softib_qp_queue().
+ * Lock order: a QP's sq.lock -> its rq.lock -> its SRQ's lock -> cq.lock.
+ * Each kind has its own lockdep class (verbs.c, softib_wq_init()). A QP's
+ * work_lock is innermost: taken only by softib_qp_queue().
  * The sender holds no lock of its own while it delivers; every delivery
  * runs inside one RCU read-side section, which is what destroy_qp waits
  * for before it frees a QP.
@@ -124,9 +125,14 @@ static void softib_write_grh(const struct softib_pkt *pkt,
 				 IB_DETH_BYTES + 4 /* ICRC */);
 	grh.next_hdr = SOFTIB_GRH_NEXT_HDR;
 	grh.hop_limit = av->hop_limit;
-	grh.sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
-	/* LID N belongs to port N */
-	grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
+	if (pkt->sgid) {
+		grh.sgid = *pkt->sgid;	/* injected (inject.c) */
+	} else {
+		grh.sgid.global.subnet_prefix =
+			cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+		/* LID N belongs to port N */
+		grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
+	}
 	grh.dgid = av->dgid;
 	softib_copy_sg(dst, ndst, 0, &src, 1, sizeof(grh));
 }
@@ -345,7 +351,15 @@ void softib_route_pkt(struct softib_pkt *pkt)
 		dqp = rcu_dereference(dport->special[wqe->remote_qpn]);
 	else
 		dqp = xa_load(&sdev->qps, wqe->remote_qpn);
-	if (!dqp || dqp->port_num != dport->num) {
+	/*
+	 * Only datagram QPs take datagrams. An RC QP's Q_Key reads as 0 (RC
+	 * cannot set one), so without this a UD send with Q_Key 0 would land
+	 * in its receive queue, GRH space and all (issue 10 S2).
+	 */
+	if (!dqp || dqp->port_num != dport->num ||
+	    (dqp->ibqp.qp_type != IB_QPT_UD &&
+	     dqp->ibqp.qp_type != IB_QPT_GSI &&
+	     dqp->ibqp.qp_type != IB_QPT_SMI)) {
 		softib_drop(dport, SOFTIB_DROP_NO_QP);
 		goto out_unlock;
 	}

@@ -383,6 +383,13 @@ static int __init softib_init(void)
 		       ports, SOFTIB_MAX_PORTS);
 		return -EINVAL;
 	}
+	if (softib_sa_max_groups < 1 ||
+	    softib_sa_max_groups > SOFTIB_MLID_LAST - SOFTIB_MLID_FIRST + 1) {
+		pr_err("sa_max_groups=%u is out of range: load with sa_max_groups=1..%u\n",
+		       softib_sa_max_groups,
+		       SOFTIB_MLID_LAST - SOFTIB_MLID_FIRST + 1);
+		return -EINVAL;
+	}
 
 	sdev = softib_create(ports);
 	if (IS_ERR(sdev))

@@ -14,13 +14,25 @@
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_sa.h>
 
 #include "softib.h"
 
+/*
+ * Groups that joins create (not those of the partition policy) are capped
+ * per device: any port's ULP can create one per MGID (IPoIB: one per
+ * multicast address a local user sends to), and without a cap one user
+ * could take every MLID and refuse every other join on the fabric.
+ */
+unsigned int softib_sa_max_groups = SOFTIB_SA_GROUPS_DEFAULT;
+module_param_named(sa_max_groups, softib_sa_max_groups, uint, 0444);
+MODULE_PARM_DESC(sa_max_groups, "Multicast groups the SA creates on joins, per device (1-16382, default 4096); a join beyond it gets status 0x0100 (no resources)");
+
 /* SA-specific MAD status codes (IBTA 15.2.1.1, in bits 8..14 of status) */
+#define SOFTIB_SA_ERR_NO_RESOURCES	0x0100
 #define SOFTIB_SA_ERR_REQ_INVALID	0x0200
 #define SOFTIB_SA_ERR_NO_RECORDS	0x0300
 #define SOFTIB_SA_ERR_INSUFFICIENT_COMP	0x0600
@@ -190,25 +202,12 @@ static struct softib_mcg *softib_mcg_find(struct softib_dev *sdev,
 	return NULL;
 }
 
-static int softib_mcg_alloc_mlid(struct softib_dev *sdev)
-{
-	struct softib_mcg *g;
-	u16 mlid;
-	bool used;
-
-	lockdep_assert_held(&sdev->sa_lock);
-	for (mlid = SOFTIB_MLID_BASE + 1; mlid < SOFTIB_LID_PERMISSIVE; mlid++) {
-		used = false;
-		list_for_each_entry(g, &sdev->mcgs, list)
-			if (g->mlid == mlid)
-				used = true;
-		if (!used)
-			return mlid;
-	}
-	return -ENOSPC;
-}
-
-/* Create a group; the caller checked the components. */
+/*
+ * Create a group; the caller checked the components. NULL when out of
+ * MLIDs or memory, or for a join's group when the table holds
+ * sa_max_groups groups (the policy's count too, but are never refused:
+ * root wrote them, and the P_Key tables bound them).
+ */
 struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
 				     const union ib_gid *mgid, u32 qkey,
 				     u16 pkey, u8 mtu, u8 rate, u8 sl,
@@ -219,12 +218,20 @@ struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
 	int mlid;
 
 	lockdep_assert_held(&sdev->sa_lock);
-	mlid = softib_mcg_alloc_mlid(sdev);
-	if (mlid < 0)
+	if (!permanent && sdev->sa_groups >= sdev->sa_max_groups) {
+		atomic64_inc(&sdev->sa_groups_refused);
 		return NULL;
+	}
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
 	if (!g)
 		return NULL;
+	mlid = ida_alloc_range(&sdev->mlids, SOFTIB_MLID_FIRST,
+			       SOFTIB_MLID_LAST, GFP_KERNEL);
+	if (mlid < 0) {
+		kfree(g);
+		return NULL;
+	}
+	sdev->sa_groups++;
 	g->mgid = *mgid;
 	g->mlid = mlid;
 	g->qkey = qkey;
@@ -251,6 +258,8 @@ void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g)
 		kfree(m);
 	}
 	list_del(&g->list);
+	ida_free(&sdev->mlids, g->mlid);
+	sdev->sa_groups--;
 	kfree(g);
 }
 
@@ -356,8 +365,9 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev, u8 method,
 				      q[MC_RATE] & 0x3f : IB_RATE_10_GBPS,
 				      sfh >> 28, q[MC_TCLASS],
 				      (sfh >> 8) & 0xfffff, sfh & 0xff, false);
+		/* as OpenSM when it cannot create a group (MLIDs, memory) */
 		if (!g)
-			return SOFTIB_SA_ERR_NO_RECORDS;
+			return SOFTIB_SA_ERR_NO_RESOURCES;
 	} else {
 		idx = softib_port_find_pkey(port, g->pkey);
 		if (idx < 0)
@@ -370,7 +380,7 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev, u8 method,
 		if (!m) {
 			if (list_empty(&g->members) && !g->permanent)
 				softib_mcg_free(sdev, g);
-			return SOFTIB_SA_ERR_NO_RECORDS;
+			return SOFTIB_SA_ERR_NO_RESOURCES;
 		}
 		m->port_gid = port_gid;
 		list_add_tail(&m->list, &g->members);
@@ -411,31 +421,22 @@ static void softib_sa_reply(struct softib_dev *sdev, struct softib_port *port,
 	kfree(out);
 }
 
-/* A GSI datagram addressed to (SM LID, QP1). */
-void softib_sa_recv(const struct softib_pkt *pkt)
+/*
+ * Answer one SA request from a port into "resp"; returns the MAD status
+ * (also in resp), or U16_MAX for a MAD that gets no answer. The self
+ * tests call this directly.
+ */
+u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
+		      const struct ib_sa_mad *req, struct ib_sa_mad *resp)
 {
-	struct softib_dev *sdev = pkt->sdev;
-	const struct softib_swqe *wqe = pkt->wqe;
-	struct ib_sa_mad *req, *resp;
-	struct ib_sge sge;
 	u16 status = 0;
 	u8 method;
-
-	if (wqe->length != sizeof(*req))
-		return;
-	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
-	if (!req)
-		return;
-	resp = req + 1;
-	sge.addr = (uintptr_t)req;
-	sge.length = sizeof(*req);
-	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
 
 	method = req->mad_hdr.method;
 	/* responses and traps are not requests: nothing to answer */
 	if (req->mad_hdr.mgmt_class != IB_MGMT_CLASS_SUBN_ADM ||
 	    (method & IB_MGMT_METHOD_RESP))
-		goto out_free;
+		return U16_MAX;
 
 	resp->mad_hdr = req->mad_hdr;
 	resp->mad_hdr.method = method == IB_SA_METHOD_DELETE ?
@@ -458,7 +459,7 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	case IB_SA_ATTR_PATH_REC:
 		if (method != IB_MGMT_METHOD_GET)
 			goto unsupported;
-		status = softib_sa_path_rec(sdev, pkt->sport, req, resp);
+		status = softib_sa_path_rec(sdev, sport, req, resp);
 		break;
 	case IB_SA_ATTR_MC_MEMBER_REC:
 		if (method != IB_MGMT_METHOD_GET &&
@@ -481,8 +482,70 @@ out_reply:
 	if (status)
 		memset(resp->data, 0, sizeof(resp->data));
 	atomic64_inc(&sdev->sa_requests);
-	softib_sa_reply(sdev, pkt->sport, pkt->pkey, resp);
-out_free:
+	return status;
+}
+
+/*
+ * Build an MCMemberRecord request (Set = join, Delete = leave) as IPoIB
+ * sends one, for the self tests; returns the MLID of the answer or 0.
+ */
+u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
+			   u8 method, const union ib_gid *mgid, u8 join,
+			   u16 *status)
+{
+	struct ib_sa_mad *req, *resp;
+	union ib_gid port_gid;
+	u16 mlid = 0;
+	u8 *q;
+
+	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
+	if (!req) {
+		*status = U16_MAX;
+		return 0;
+	}
+	resp = req + 1;
+	req->mad_hdr.base_version = IB_MGMT_BASE_VERSION;
+	req->mad_hdr.mgmt_class = IB_MGMT_CLASS_SUBN_ADM;
+	req->mad_hdr.class_version = IB_SA_CLASS_VERSION;
+	req->mad_hdr.method = method;
+	req->mad_hdr.attr_id = cpu_to_be16(IB_SA_ATTR_MC_MEMBER_REC);
+	req->sa_hdr.comp_mask = IB_SA_MCMEMBER_REC_MGID |
+				IB_SA_MCMEMBER_REC_PORT_GID |
+				IB_SA_MCMEMBER_REC_JOIN_STATE | MC_CREATE_COMP;
+	port_gid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+	port_gid.global.interface_id = softib_port_guid(port->num);
+	q = req->data;
+	memcpy(q + MC_MGID, mgid, sizeof(*mgid));
+	memcpy(q + MC_PORT_GID, &port_gid, sizeof(port_gid));
+	put_be32(q + MC_QKEY, 0x0000000b);
+	put_be16(q + MC_PKEY, 0xffff);
+	q[MC_SCOPE_JOIN] = join & 0xf;
+	*status = softib_sa_process(sdev, port, req, resp);
+	if (!*status)
+		mlid = get_be16(resp->data + MC_MLID);
+	kfree(req);
+	return mlid;
+}
+
+/* A GSI datagram addressed to (SM LID, QP1). */
+void softib_sa_recv(const struct softib_pkt *pkt)
+{
+	struct softib_dev *sdev = pkt->sdev;
+	const struct softib_swqe *wqe = pkt->wqe;
+	struct ib_sa_mad *req, *resp;
+	struct ib_sge sge;
+
+	if (wqe->length != sizeof(*req))
+		return;
+	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return;
+	resp = req + 1;
+	sge.addr = (uintptr_t)req;
+	sge.length = sizeof(*req);
+	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
+	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX)
+		softib_sa_reply(sdev, pkt->sport, pkt->pkey, resp);
 	kfree(req);
 }
 
@@ -494,6 +557,9 @@ void softib_sa_init(struct softib_dev *sdev)
 {
 	mutex_init(&sdev->sa_lock);
 	INIT_LIST_HEAD(&sdev->mcgs);
+	ida_init(&sdev->mlids);
+	sdev->sa_groups = 0;
+	sdev->sa_max_groups = softib_sa_max_groups;
 }
 
 void softib_sa_cleanup(struct softib_dev *sdev)
@@ -506,4 +572,5 @@ void softib_sa_cleanup(struct softib_dev *sdev)
 	kfree(sdev->policy_text);
 	sdev->policy_text = NULL;
 	mutex_unlock(&sdev->sa_lock);
+	ida_destroy(&sdev->mlids);
 }

@@ -8,6 +8,7 @@
 #define SOFTIB_H
 
 #include <linux/atomic.h>
+#include <linux/idr.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
@@ -46,6 +47,10 @@
 #define SOFTIB_SUBNET_PREFIX	0xfe80000000000000ULL
 #define SOFTIB_QP1_QKEY		0x80010000
 #define SOFTIB_MLID_BASE	0xc000
+/* MLIDs the SA hands out: 0xC001..0xFFFE */
+#define SOFTIB_MLID_FIRST	(SOFTIB_MLID_BASE + 1)
+#define SOFTIB_MLID_LAST	(SOFTIB_LID_PERMISSIVE - 1)
+#define SOFTIB_SA_GROUPS_DEFAULT	4096
 #define SOFTIB_LID_PERMISSIVE	0xffff
 #define SOFTIB_GRH_NEXT_HDR	0x1b	/* IBA: next header after a GRH is a BTH */
 
@@ -70,6 +75,7 @@ struct softib_counters {
 };
 
 struct softib_dev;
+struct ib_sa_mad;
 struct softib_qp;
 
 struct softib_port {
@@ -102,6 +108,10 @@ struct softib_dev {
 	/* the subnet administrator's multicast groups (sa.c) */
 	struct mutex sa_lock;
 	struct list_head mcgs;
+	struct ida mlids;		/* MLIDs in use, under sa_lock */
+	u32 sa_groups;			/* groups in mcgs, under sa_lock */
+	u32 sa_max_groups;		/* the cap on sa_groups (sa_max_groups=) */
+	atomic64_t sa_groups_refused;	/* joins refused at the cap */
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
 	/* completions removed from CQs because their QP was destroyed */
@@ -292,6 +302,7 @@ struct softib_pkt {
 	u16 pkey;
 	u32 qkey;
 	bool mcast;
+	const union ib_gid *sgid;	/* GRH SGID; NULL: the GID of SLID */
 };
 
 static inline struct softib_dev *to_sdev(struct ib_device *ibdev)
@@ -434,7 +445,13 @@ static inline void softib_wrids_clear(struct softib_wq *wq)
 }
 
 /* sa.c */
+extern unsigned int softib_sa_max_groups;
 void softib_sa_init(struct softib_dev *sdev);
+u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
+		      const struct ib_sa_mad *req, struct ib_sa_mad *resp);
+u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
+			   u8 method, const union ib_gid *mgid, u8 join,
+			   u16 *status);
 void softib_sa_cleanup(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
@@ -457,6 +474,9 @@ int softib_selftest(struct softib_dev *sdev, const char *name);
 /* fault.c */
 void softib_fault_init(struct softib_dev *sdev);
 bool softib_fault_post_srq(struct softib_dev *sdev);
+
+/* inject.c */
+extern const struct file_operations softib_inject_fops;
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

@@ -275,10 +275,31 @@ int softib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	return ret;
 }
 
-static int softib_wq_init(struct softib_wq *wq, u32 max_wr, u32 max_sge,
-			  size_t hdr)
+/*
+ * One lockdep class per kind of queue. All rings are set up by
+ * softib_wq_init(), so without these every queue lock would share the
+ * class of that one spin_lock_init() site, and the nestings below (two
+ * locks of one class held at once) would be reported as recursive
+ * locking. The order, outermost first (see also fabric.c):
+ *
+ *   SQ lock -> RQ lock      modify_qp, qp_to_error (same QP)
+ *   RQ lock -> SRQ lock     receive into an SRQ-attached QP (fabric.c)
+ *   RQ/SRQ lock -> CQ lock  a receive or flush completion (softib_cq_add)
+ *   SQ lock -> work_lock    post_send kicks the send engine
+ *
+ * No path holds two queues of the same kind (two QPs' RQs, say) at once:
+ * the fabric delivers into one receiving QP at a time and drops the
+ * sender's SQ lock before it delivers.
+ */
+static struct lock_class_key softib_sq_key;
+static struct lock_class_key softib_rq_key;
+static struct lock_class_key softib_srq_key;
+
+static int softib_wq_init(struct softib_wq *wq, struct lock_class_key *key,
+			  u32 max_wr, u32 max_sge, size_t hdr)
 {
 	spin_lock_init(&wq->lock);
+	lockdep_set_class(&wq->lock, key);
 	wq->size = roundup_pow_of_two(max(max_wr, 1U));
 	wq->max_sge = max_sge;
 	wq->stride = hdr + max_sge * sizeof(struct ib_sge);
@@ -349,8 +370,8 @@ int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (!softib_get_budget(&sdev->n_srq, SOFTIB_MAX_QP))
 		return -ENOMEM;
 
-	ret = softib_wq_init(&srq->rq, attr->max_wr, max(attr->max_sge, 1U),
-			     sizeof(struct softib_rwqe));
+	ret = softib_wq_init(&srq->rq, &softib_srq_key, attr->max_wr,
+			     max(attr->max_sge, 1U), sizeof(struct softib_rwqe));
 	if (!ret)
 		ret = softib_wrids_init(&srq->rq, sdev, "SRQ");
 	if (ret) {
@@ -498,14 +519,15 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_WORK(&qp->err_work, softib_qp_err_work);
 	INIT_WORK(&qp->event_work, softib_qp_event_work);
 
-	ret = softib_wq_init(&qp->sq, cap->max_send_wr,
+	ret = softib_wq_init(&qp->sq, &softib_sq_key, cap->max_send_wr,
 			     max(cap->max_send_sge, 1U),
 			     sizeof(struct softib_swqe));
 	if (!ret)
 		ret = softib_wrids_init(&qp->sq, sdev, "SQ");
 	if (ret)
 		goto err_free_sq;
-	ret = softib_wq_init(&qp->rq, qp->srq ? 0 : cap->max_recv_wr,
+	ret = softib_wq_init(&qp->rq, &softib_rq_key,
+			     qp->srq ? 0 : cap->max_recv_wr,
 			     max(cap->max_recv_sge, 1U),
 			     sizeof(struct softib_rwqe));
 	/* with an SRQ the QP's own RQ stays empty: nothing to track */

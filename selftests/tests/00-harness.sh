@@ -3,11 +3,12 @@
 # ipoib: none
 # timeout: 60
 #
-# The test guest itself: right kernel and modules, debugfs, netns, ib_core.
+# The test guest itself: right kernel and modules, debugfs, netns, ib_core,
+# and on a lockdep kernel, lockdep still on and silent.
 
 source "$(dirname "$0")/../lib.sh"
 
-ktap_header 7
+ktap_header 8
 
 [[ ${IPOIB_NG_GUEST:-} == 1 ]]
 ktap_result $? "running in a test guest"
@@ -33,5 +34,19 @@ ktap_result $? "network namespace"
 
 modprobe ib_core && [[ -d /sys/module/ib_core ]]
 ktap_result $? "modprobe ib_core"
+
+# On a PROVE_LOCKING kernel lockdep must still be on (it turns itself off
+# after its first report, hiding every later one) and have nothing to say.
+if [[ -e /proc/lockdep ]]; then
+	RET=0
+	grep -q "debug_locks: *1" /proc/lockdep_stats
+	check_err $? "lockdep is off: $(grep debug_locks /proc/lockdep_stats)"
+	out=$(dmesg | grep -E "possible recursive locking|circular locking|lock inversion|inconsistent lock state")
+	[[ -z $out ]]
+	check_err $? "lockdep report: $out"
+	log_test "lockdep on and silent"
+else
+	ktap_skip "lockdep on and silent" "no /proc/lockdep (kernel without PROVE_LOCKING)"
+fi
 
 ktap_finish

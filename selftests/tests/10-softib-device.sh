@@ -12,7 +12,7 @@ source "$(dirname "$0")/../lib.sh"
 DEV=softib0
 SYS=/sys/class/infiniband/$DEV
 
-ktap_header 12
+ktap_header 13
 
 # ib_cm is a client that must find the device too (it sets CM_SUP).
 modprobe ib_cm
@@ -109,5 +109,20 @@ load_softib ports=4 && slowwait 10 softib_ports_active 1 2 3 4 >/dev/null &&
 	[[ $(rdma link show | grep -c "^link $DEV/") -eq 4 ]] &&
 	[[ $(cat "$SYS/ports/4/gids/0") == fe80:0000:0000:0000:0211:0bff:0000:0004 ]]
 ktap_result $? "ports=4 gives four ACTIVE ports with stable GIDs"
+
+# Loading ran ib_mad's modify_qp on QP0/QP1 (SQ lock, then RQ lock) and
+# ib_mad's receives; with one lockdep class for every queue lock that was
+# "possible recursive locking" (issue 10 S1). Only a lockdep kernel can tell.
+if [[ -e /proc/lockdep ]]; then
+	RET=0
+	grep -q "debug_locks: *1" /proc/lockdep_stats
+	check_err $? "lockdep is off: $(grep debug_locks /proc/lockdep_stats)"
+	out=$(dmesg | grep -E "possible recursive locking|circular locking|lock inversion|inconsistent lock state")
+	[[ -z $out ]]
+	check_err $? "lockdep report: $out"
+	log_test "no lockdep report from softib's queue locks"
+else
+	ktap_skip "no lockdep report from softib's queue locks" "no /proc/lockdep (kernel without PROVE_LOCKING)"
+fi
 
 ktap_finish

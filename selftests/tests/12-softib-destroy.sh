@@ -1,12 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: none
-# timeout: 60
+# timeout: 120
 #
 # softib around QP destruction, as mlx4/mlx5 behave: completions of a
 # destroyed QP leave its CQs (the others stay, in order), counted in
 # debugfs "stats"; and the suite runs with the wr_id check on
-# (debug_wrid=1 from lib.sh's load_softib).
+# (debug_wrid=1 from lib.sh's load_softib). The fabric's own checks run
+# as in-kernel self tests (drivers/softib/selftest.c): an RC QP takes no
+# UD datagram (issue 10 S2); the SA's group table is capped
+# (sa_max_groups) and refuses a join beyond it with status 0x0100 (S5);
+# writers and closes racing on one open "partitions" file (S4).
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -14,10 +18,24 @@ stat() {
 	awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"
 }
 
-ktap_header 5
+ktap_header 10
 
 modinfo -F parm "$KO_DIR/softib.ko" | grep -q "^debug_wrid:.*(bool)$"
 ktap_result $? "softib.ko has the bool parameter debug_wrid"
+
+RET=0
+for bad in 0 16383; do
+	out=$(load_softib sa_max_groups=$bad 2>&1)
+	check_fail $? "sa_max_groups=$bad was accepted"
+	grep -q "Invalid parameters" <<<"$out"
+	check_err $? "sa_max_groups=$bad: '$out' is not EINVAL"
+	[[ ! -d /sys/module/softib ]]
+	check_err $? "sa_max_groups=$bad left softib loaded"
+	dmesg | grep -q "softib: sa_max_groups=$bad is out of range: load with sa_max_groups=1..16382"
+	check_err $? "sa_max_groups=$bad: no log line naming the fix"
+done
+unload_softib
+log_test "sa_max_groups=0 and 16383 refused with EINVAL and a log line"
 
 load_softib && slowwait 10 softib_ports_active >/dev/null
 ktap_result $? "softib loads" || ktap_finish
@@ -43,5 +61,49 @@ check_err $? "purged_cqes went from $before to $after"
 [[ $(stat wrid_errors) == 0 ]]
 check_err $? "wrid_errors $(stat wrid_errors)"
 log_test "destroy_qp purges its completions from a shared CQ, keeping the rest"
+
+# a UD send with Q_Key 0 to an RC QP with a receive posted: dropped as
+# drop_no_qp, no receive completion (the write fails otherwise)
+RET=0
+echo ud_to_rc >"$SOFTIB_DBG/selftest"
+check_err $? "selftest ud_to_rc failed: $(dmesg | grep 'selftest ud_to_rc' | tail -3)"
+log_test "a UD datagram addressed to an RC QP is dropped (drop_no_qp)"
+
+# the policy's broadcast group is in the table: 1 group, cap 4096
+RET=0
+[[ $(stat sa_groups) == 1 && $(stat sa_groups_max) == 4096 &&
+   $(stat sa_groups_refused) == 0 ]]
+check_err $? "stats: $(xargs <"$SOFTIB_DBG/stats")"
+log_test "debugfs stats: sa_groups 1, sa_groups_max 4096 (default), sa_groups_refused 0"
+
+# fill to the cap; the next new group gets 0x0100 and counts; an
+# existing group still takes members; a leave makes room (same MLID)
+RET=0
+t0=$(date +%s%N)
+echo sa_cap >"$SOFTIB_DBG/selftest"
+check_err $? "selftest sa_cap failed: $(dmesg | grep 'selftest sa_cap' | tail -3)"
+ms=$((($(date +%s%N) - t0) / 1000000))
+((ms < 10000))
+check_err $? "4095 joins took $ms ms"
+[[ $(stat sa_groups) == 1 && $(stat sa_groups_refused) == 1 ]]
+check_err $? "stats after sa_cap: $(xargs <"$SOFTIB_DBG/stats")"
+ktap_diag "$(dmesg | grep "selftest sa_cap: .* joins" | tail -1)"
+log_test "SA group table: joins up to sa_max_groups, the next refused (0x0100), a leave makes room"
+
+# one open "partitions" file: writes from this shell, close()s (flush)
+# from exiting children that inherited the descriptor
+RET=0
+exec 3>"$SOFTIB_DBG/partitions"
+for ((i = 0; i < 100; i++)); do
+	echo "Default=0x7fff, ipoib : ALL=full;" >&3 &
+	(:) &
+done
+wait
+exec 3>&-
+grep -q "^Default=0x7fff, ipoib : ALL=full;" "$SOFTIB_DBG/partitions"
+check_err $? "policy after the race: $(cat "$SOFTIB_DBG/partitions")"
+[[ $(cat "$SOFTIB_SYS/ports/1/pkeys/0") == 0xffff ]]
+check_err $? "P_Key table after the race"
+log_test "writes and closes racing on one open partitions file"
 
 ktap_finish

@@ -246,10 +246,11 @@ PROBLEMS+='Poison overwritten|Kernel panic|UBSAN|list_add corruption|'
 PROBLEMS+='list_del corruption|=====|soft lockup|hard LOCKUP|'
 PROBLEMS+='blocked for more than|rcu: INFO|self-detected stall|'
 PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow|'
-# the debug kernel (make check-debug): KASAN and lockdep's "WARNING:
-# possible ..." are covered above; lockdep's "INFO: ..." (non-static key)
-# and kmemleak's entries (should one reach the log) are not
-PROBLEMS+='BUG: KASAN|INFO: |unreferenced object'
+# lockdep ("WARNING: possible recursive locking detected" is covered
+# above; older and rarer reports say INFO:), KASAN ("BUG: KASAN:" above),
+# kmemleak (its scan logs the count; the objects are in debugfs)
+PROBLEMS+='INFO: possible|INFO: trying to register non-static key|'
+PROBLEMS+='suspected memory leak|unreferenced object'
 found=$( {
 	tr -d '\r' <"$results/console.log" | grep -E '^\[ *[0-9]+\.[0-9]+\]' || true
 	[[ -e $results/dmesg ]] && cat "$results/dmesg"
