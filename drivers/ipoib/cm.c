@@ -1003,6 +1003,16 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 			}
 			usleep_range(1000, 2000);
 		}
+		/*
+		 * After a timeout NAPI goes off before the QP goes: a poll
+		 * in progress may hold a completion of this QP that it took
+		 * before the destroy purged the rest, and it reads
+		 * wc->qp->qp_context. Teardown always runs before
+		 * ipoib_transport_down() (ipoib_halt() flushes the paths
+		 * first), so NAPI is enabled here.
+		 */
+		if (timed_out)
+			napi_disable(&priv->napi);
 		ib_destroy_qp(tx->qp);
 		tx->qp = NULL;
 	}
@@ -1010,15 +1020,10 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 		/*
 		 * Sends the timeout left: the QP is gone and so are their
 		 * completions (the HCA purges them), so free them here, in
-		 * softirq context as NAPI does (napi_consume_skb). NAPI must
-		 * be off meanwhile: a poll may hold a completion of this QP
-		 * it took before the purge (it would free the slot too), and
-		 * ipoib_tx_done() counts global_tail and the stats, which
-		 * only NAPI writes. Teardown always runs before
-		 * ipoib_transport_down() (ipoib_halt() flushes the paths
-		 * first), so NAPI is enabled here.
+		 * softirq context as NAPI does (napi_consume_skb), with NAPI
+		 * still off: ipoib_tx_done() counts global_tail and the
+		 * stats, which only NAPI writes.
 		 */
-		napi_disable(&priv->napi);
 		local_bh_disable();
 		for (i = 0; i < priv->tx_size; i++)
 			if (tx->ring[i].skb)
