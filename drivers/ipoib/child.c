@@ -207,8 +207,15 @@ static ssize_t delete_child_store(struct device *d,
 		return restart_syscall();
 	priv = ipoib_find_sysfs_child(ipoib_priv(pdev), pkey);
 	if (priv) {
-		/* synchronous: the interface is gone when write() returns */
-		ipoib_child_unlink(priv, NULL);
+		/*
+		 * A child may have been moved to another netns: deleting it
+		 * takes the right over its netns too, as netlink's dellink
+		 * (which judges the child's netns only) does.
+		 */
+		ret = ipoib_may_configure(priv->dev, "delete_child");
+		if (!ret)
+			/* synchronous: gone when write() returns */
+			ipoib_child_unlink(priv, NULL);
 	} else {
 		netdev_info(pdev, "delete_child: no child with P_Key 0x%04x was created through create_child\n",
 			    pkey);
