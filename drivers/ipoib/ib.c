@@ -256,8 +256,12 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	ib_dma_unmap_single(priv->ca, buf->mapping, ipoib_rx_buf_size(priv),
 			    DMA_FROM_DEVICE);
 	buf->skb = NULL;
-	if (ipoib_post_rx(priv, i) == -ENOMEM) {
-		/* keep the ring full rather than the packet */
+	/*
+	 * No new buffer (buf->skb still NULL): keep the ring full rather
+	 * than the packet. A new buffer that only the post refused stays
+	 * in the slot, unposted, for ipoib_refill(); the packet goes up.
+	 */
+	if (ipoib_post_rx(priv, i) == -ENOMEM && !buf->skb) {
 		dev->stats.rx_dropped++;
 		buf->mapping = ib_dma_map_single(priv->ca, skb->data,
 						 ipoib_rx_buf_size(priv),
