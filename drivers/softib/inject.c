@@ -28,6 +28,11 @@
 #define SOFTIB_INJECT_WRITE_MAX	(3 * SOFTIB_INJECT_MAX)	/* hex= is 2/byte */
 #define SOFTIB_INJECT_COUNT_MAX	1000000
 #define SOFTIB_INJECT_WAIT_MAX	1000	/* ms */
+/*
+ * One write holds a debugfs reference, which device removal waits for:
+ * however large count and wait are, a write ends after this long.
+ */
+#define SOFTIB_INJECT_SECS_MAX	60
 
 struct softib_inject {
 	u32 qpn;
@@ -347,6 +352,7 @@ static int softib_inject_send(struct softib_port *port,
 		.qkey = in->qkey,
 		.sgid = in->sgid_set ? &in->sgid : NULL,
 	};
+	unsigned long stop = jiffies + SOFTIB_INJECT_SECS_MAX * HZ;
 	u32 i, len, keep;
 
 	if (in->pkey_set)
@@ -392,6 +398,10 @@ static int softib_inject_send(struct softib_port *port,
 
 		if (fatal_signal_pending(current))
 			return -EINTR;
+		if (time_after(jiffies, stop))
+			return inject_err(port, -ETIME,
+					  "stopped after %u of %u frames (%d s); write smaller batches",
+					  i + 1, in->count, SOFTIB_INJECT_SECS_MAX);
 		cond_resched();
 	}
 	return 0;
