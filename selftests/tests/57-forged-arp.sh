@@ -121,8 +121,11 @@ ktap_diag "paths: $paths0 before, $paths1 after; SUnreclaim: ${slab0} kB before,
 [[ $IPOIB == ours ]] &&
 	ktap_diag "ours: $(f=$(grep -lx ib0 $D/*/name | head -1); tr '\n' ' ' <"$(dirname "$f")/stats")"
 
+# An emulated receiver under a flood overruns its ring now and then
+# (in-tree on 6.1 took 15533 of 20000 once): half of them is still ten
+# times max_paths, enough for the bound and the growth below.
 RET=0
-((flood_rc == 0 && rx1 - rx0 >= NREQ * 9 / 10))
+((flood_rc == 0 && rx1 - rx0 >= NREQ / 2))
 check_err $? "flood rc $flood_rc, ib0 received $((rx1 - rx0)) of $NREQ"
 log_test "$NREQ forged ARP requests delivered to ib0"
 
