@@ -83,8 +83,9 @@ t0=$(date +%s%N)
 echo sa_cap >"$SOFTIB_DBG/selftest"
 check_err $? "selftest sa_cap failed: $(dmesg | grep 'selftest sa_cap' | tail -3)"
 ms=$((($(date +%s%N) - t0) / 1000000))
-((ms < 10000))
-check_err $? "4095 joins took $ms ms"
+# reported, not judged: speed is make bench's business (a KASAN guest
+# takes 34 s where a plain one takes 1)
+ktap_diag "4095 joins took $ms ms"
 [[ $(stat sa_groups) == 1 && $(stat sa_groups_refused) == 1 ]]
 check_err $? "stats after sa_cap: $(xargs <"$SOFTIB_DBG/stats")"
 ktap_diag "$(dmesg | grep "selftest sa_cap: .* joins" | tail -1)"
