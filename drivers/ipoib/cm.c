@@ -291,7 +291,7 @@ unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv)
 
 static void ipoib_cm_schedule_reap(struct ipoib_dev_priv *priv)
 {
-	queue_work(ipoib_wq, &priv->cm_reap_work);
+	queue_work(ipoib_reap_wq, &priv->cm_reap_work);
 }
 
 /*
@@ -1405,7 +1405,7 @@ void ipoib_cm_path_release(struct ipoib_path *path)
 		list_move_tail(&tx->node, &priv->cm_tx_dead);
 	}
 	spin_unlock_irq(&priv->lock);
-	queue_work(ipoib_wq, &priv->cm_tx_reap_work);
+	queue_work(ipoib_reap_wq, &priv->cm_tx_reap_work);
 }
 
 /*

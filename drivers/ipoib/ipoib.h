@@ -322,6 +322,14 @@ struct ipoib_dev_priv {
 
 /* main.c */
 extern struct workqueue_struct *ipoib_wq;
+/*
+ * Work that frees (cm_reap_work, cm_tx_reap_work, path_evict_work) and
+ * that rtnl holders flush: it never takes rtnl, and it must not share a
+ * workqueue with work that does (carrier_work, restart_work), or the
+ * flush under rtnl can wait behind a work waiting for rtnl (the rescuer
+ * runs them one at a time; lockdep reports the cycle).
+ */
+extern struct workqueue_struct *ipoib_reap_wq;
 extern const struct net_device_ops ipoib_netdev_ops;
 extern struct rtnl_link_ops ipoib_link_ops;
 extern const struct attribute_group ipoib_attr_group;

@@ -29,6 +29,7 @@ module_param_named(debug_level, ipoib_debug_level, uint, 0644);
 MODULE_PARM_DESC(debug_level, "Enable debug tracing if > 0");
 
 struct workqueue_struct *ipoib_wq;
+struct workqueue_struct *ipoib_reap_wq;
 struct ib_sa_client ipoib_sa_client;
 
 /* One HCA we are attached to: its IPoIB interfaces and event handler. */
@@ -902,6 +903,11 @@ static int __init ipoib_init_module(void)
 	ipoib_wq = alloc_workqueue(KBUILD_MODNAME, WQ_MEM_RECLAIM, 0);
 	if (!ipoib_wq)
 		return -ENOMEM;
+	ipoib_reap_wq = alloc_workqueue(KBUILD_MODNAME "_reap", WQ_MEM_RECLAIM, 0);
+	if (!ipoib_reap_wq) {
+		ret = -ENOMEM;
+		goto err_destroy_wq;
+	}
 	ib_sa_register_client(&ipoib_sa_client);
 	ipoib_debugfs_init();
 
@@ -918,6 +924,8 @@ err_unregister_link:
 err_unregister_sa:
 	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
+	destroy_workqueue(ipoib_reap_wq);
+err_destroy_wq:
 	destroy_workqueue(ipoib_wq);
 	return ret;
 }
@@ -928,6 +936,7 @@ static void __exit ipoib_cleanup_module(void)
 	rtnl_link_unregister(&ipoib_link_ops);
 	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
+	destroy_workqueue(ipoib_reap_wq);
 	destroy_workqueue(ipoib_wq);
 }
 

@@ -235,7 +235,7 @@ static bool ipoib_path_evict(struct ipoib_dev_priv *priv)
 	list_add_tail(&pick->flush, &priv->path_evicted);
 	priv->nevicted++;
 	priv->path_evictions++;
-	queue_work(ipoib_wq, &priv->path_evict_work);
+	queue_work(ipoib_reap_wq, &priv->path_evict_work);
 	return true;
 }
 
