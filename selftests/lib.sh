@@ -82,6 +82,25 @@ ktap_finish() {
 	exit $ksft_pass
 }
 
+# lockdep_silent DESC: one result. On a PROVE_LOCKING kernel lockdep must
+# still be on (it turns itself off after its first report, hiding every
+# later one) and have reported nothing; elsewhere a skip.
+lockdep_silent() {
+	local out
+
+	if [[ ! -e /proc/lockdep ]]; then
+		ktap_skip "$1" "no /proc/lockdep (kernel without PROVE_LOCKING)"
+		return
+	fi
+	RET=0
+	grep -q "debug_locks: *1" /proc/lockdep_stats
+	check_err $? "lockdep is off: $(grep debug_locks /proc/lockdep_stats)"
+	out=$(dmesg | grep -E "possible recursive locking|circular locking|lock inversion|inconsistent lock state")
+	[[ -z $out ]]
+	check_err $? "lockdep report: $out"
+	log_test "$1"
+}
+
 # forwarding/lib.sh style: check_err RC MSG records the first failure in
 # RET/RETMSG; log_test DESC reports it and resets.
 RET=0

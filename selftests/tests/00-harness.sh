@@ -35,18 +35,6 @@ ktap_result $? "network namespace"
 modprobe ib_core && [[ -d /sys/module/ib_core ]]
 ktap_result $? "modprobe ib_core"
 
-# On a PROVE_LOCKING kernel lockdep must still be on (it turns itself off
-# after its first report, hiding every later one) and have nothing to say.
-if [[ -e /proc/lockdep ]]; then
-	RET=0
-	grep -q "debug_locks: *1" /proc/lockdep_stats
-	check_err $? "lockdep is off: $(grep debug_locks /proc/lockdep_stats)"
-	out=$(dmesg | grep -E "possible recursive locking|circular locking|lock inversion|inconsistent lock state")
-	[[ -z $out ]]
-	check_err $? "lockdep report: $out"
-	log_test "lockdep on and silent"
-else
-	ktap_skip "lockdep on and silent" "no /proc/lockdep (kernel without PROVE_LOCKING)"
-fi
+lockdep_silent "lockdep on and silent"
 
 ktap_finish
