@@ -1300,6 +1300,21 @@ static bool ipoib_cm_tx_evict(struct ipoib_dev_priv *priv)
 }
 
 /*
+ * An idle entry (no QP, no CM ID, nothing queued) goes to the dead list;
+ * the reap work frees it. Nothing queues its work from IDLE, but the
+ * work that set IDLE may still be returning: the reaper's
+ * cancel_work_sync() waits for it. priv->lock held.
+ */
+static void ipoib_cm_tx_retire(struct ipoib_dev_priv *priv,
+			       struct ipoib_cm_tx *tx)
+{
+	lockdep_assert_held(&priv->lock);
+	tx->state = IPOIB_CM_TX_DYING;
+	list_move_tail(&tx->node, &priv->cm_tx_dead);
+	queue_work(ipoib_reap_wq, &priv->cm_tx_reap_work);
+}
+
+/*
  * Unicast IP to a CM-capable peer on a resolved path, priv->lock held.
  * Returns 0 when the packet was taken (sent, queued or dropped), 1 when
  * it should go over UD, -EMSGSIZE (with *mtu) when it is too big for the
@@ -1308,12 +1323,32 @@ static bool ipoib_cm_tx_evict(struct ipoib_dev_priv *priv)
 int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
 		  struct sk_buff *skb, u32 qpn, unsigned int *mtu)
 {
-	struct ipoib_cm_tx *tx;
+	struct ipoib_cm_tx *tx, *idle = NULL;
+	unsigned int n = 0;
 
 	lockdep_assert_held(&priv->lock);
-	list_for_each_entry(tx, &path->cm_tx, node)
+	list_for_each_entry(tx, &path->cm_tx, node) {
 		if (tx->qpn == qpn)
 			goto found;
+		n++;
+		if (tx->state == IPOIB_CM_TX_IDLE &&
+		    (!idle || time_before(tx->last_used, idle->last_used)))
+			idle = tx;
+	}
+	/*
+	 * One entry per QPN the neighbours of this GID named: a peer (or a
+	 * forger) rotating QPNs would grow the list without limit, so it
+	 * keeps IPOIB_CM_TX_PER_PATH. An idle one (no QP) makes room; when
+	 * every one holds a QP, UD carries this packet.
+	 */
+	if (n >= IPOIB_CM_TX_PER_PATH) {
+		if (!idle) {
+			priv->cm_path_refused++;
+			return 1;
+		}
+		ipoib_cm_tx_retire(priv, idle);
+		priv->cm_path_evicted++;
+	}
 	tx = kzalloc(sizeof(*tx), GFP_ATOMIC);
 	if (!tx)
 		return 1;
@@ -1327,6 +1362,8 @@ int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
 	list_add_tail(&tx->node, &path->cm_tx);
 
 found:
+	if (tx->state != IPOIB_CM_TX_UP)
+		tx->last_used = jiffies;
 	switch (tx->state) {
 	case IPOIB_CM_TX_UP:
 		if (skb->len > tx->mtu) {

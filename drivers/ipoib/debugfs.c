@@ -85,7 +85,9 @@ static void ipoib_cm_rx_list_show(struct seq_file *m, struct list_head *list)
 }
 
 /*
- * Connections: "out <dgid> <peer UD QPN> <state> <peer MTU> <queued>
+ * Connections, after the mode and two lines of limits and counters
+ * (max_cm_passive, max_cm_active, the entries kept per GID): "out <dgid>
+ * <peer UD QPN> <state> <peer MTU> <queued>
  * [datagram for <s>s]" for those we initiated, "in <peer RC QPN> <state>"
  * for those peers initiated.
  */
@@ -104,6 +106,9 @@ static int ipoib_cm_show(struct seq_file *m, void *unused)
 		   priv->cm_passive_evicted, priv->cm_passive_refused,
 		   priv->cm_tx_qps, ipoib_max_cm_active,
 		   priv->cm_active_evicted, priv->cm_active_refused);
+	seq_printf(m, "# per path %u, evicted %llu refused %llu\n",
+		   IPOIB_CM_TX_PER_PATH, priv->cm_path_evicted,
+		   priv->cm_path_refused);
 	hash_for_each(priv->paths, bkt, path, node) {
 		list_for_each_entry(tx, &path->cm_tx, node) {
 			seq_printf(m, "out %pI6c 0x%06x %s %u %u", path->dgid.raw,

@@ -70,6 +70,7 @@ struct ipoib_header {
 #define IPOIB_CM_SGE		(IPOIB_CM_FRAGS + 1)
 #define IPOIB_CM_COPYBREAK	256
 #define IPOIB_CM_SERVICE_ID	0x1000000000000000ULL
+#define IPOIB_CM_TX_PER_PATH	8	/* active entries (QPNs) per GID */
 
 /* queue limits: bounded waits while a path or a group is resolved */
 #define IPOIB_MAX_PATH_QUEUE	3
@@ -284,6 +285,8 @@ struct ipoib_dev_priv {
 	u64 cm_passive_refused;		/* REQs refused at the limit */
 	u64 cm_active_evicted;
 	u64 cm_active_refused;		/* packets sent over UD at the limit */
+	u64 cm_path_evicted;		/* idle entries dropped at the path's cap */
+	u64 cm_path_refused;		/* packets over UD: the path's cap is busy */
 	struct work_struct cm_reap_work;
 	struct list_head cm_tx_dead;	/* DYING ipoib_cm_tx, under priv->lock */
 	struct work_struct cm_tx_reap_work;

@@ -17,7 +17,7 @@ require_cmd ping rdma
 
 N=6
 MAX=3
-ktap_header 6
+ktap_header 7
 
 # cm_dbg DEV: the debugfs cm file of our interface DEV
 cm_dbg() {
@@ -126,5 +126,34 @@ ktap_diag "ib0 connections up: $up"
 ((up >= 1 && up <= MAX))
 check_err $? "$up connections up (1..$MAX expected)"
 log_test "connected mode still carries traffic at the limit"
+
+# ---- one GID, many QPNs: static neighbours of 192.0.2.99 with peer1's GID
+# and QPNs 0x100000.. (no such QP: ib1's CM refuses, softib drops the UD
+# fallback); one UDP datagram to each
+RET=0
+NQ=40
+PER_PATH=8
+gid=$(ip netns exec "${peers[0]}" cat /sys/class/net/peer1/address | cut -d: -f5-)
+ip netns exec "$A" bash -c '
+	for q in $(seq 1 '"$NQ"'); do
+		ip neigh replace 192.0.2.99 dev ib0 nud permanent \
+			lladdr "$(printf "80:10:%02x:%02x:%s" $((q >> 8)) $((q & 255)) "'"$gid"'")" || exit 1
+		echo x >/dev/udp/192.0.2.99/9
+		sleep 0.05
+	done'
+check_err $? "cannot name 192.0.2.99 with $NQ QPNs"
+slowwait 10 sh -c "grep -q '^# per path' '$(cm_dbg ib0)'" >/dev/null
+check_err $? "no per-path line in $(cm_dbg ib0)"
+read -r cap pev pref <<<"$(sed -n 's/^# per path \([0-9]*\), evicted \([0-9]*\) refused \([0-9]*\)/\1 \2 \3/p' "$(cm_dbg ib0)")"
+kept=$(grep -c "^out [0-9a-f:]* 0x10[0-9a-f]\{4\} " "$(cm_dbg ib0)")
+ktap_diag "QPNs of peer1's GID kept: $kept (cap ${cap:-?}); evicted ${pev:-?}, sent over UD ${pref:-?}"
+((kept >= 1 && kept <= PER_PATH)) && [[ $cap == "$PER_PATH" ]]
+check_err $? "$kept entries for the rotated QPNs (at most $PER_PATH)"
+((pev > 0 && pev + pref >= NQ - PER_PATH))
+check_err $? "evicted $pev + refused $pref < $((NQ - PER_PATH))"
+ip -n "$A" neigh del 192.0.2.99 dev ib0
+ip netns exec "$A" ping -c 2 -i 0.3 -W 2 192.0.2.11 >/dev/null
+check_err $? "ib0 cannot reach peer1 afterwards"
+log_test "one GID with $NQ QPNs: at most $PER_PATH entries kept, evictions counted"
 
 ktap_finish
