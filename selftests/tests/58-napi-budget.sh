@@ -43,11 +43,14 @@ stalls=$(dmesg | tail -n +$((dmesg_mark + 1)) |
 [[ -z $stalls ]]
 check_err $? "$stalls"
 ktap_diag "ping during the flood: $(grep -E 'packets transmitted|rtt' /tmp/58-ping.$$ | tr '\n' ' ')"
-# the pings share ib0's saturated send queue: their RTT is reported, not
-# judged (an emulated guest queues for seconds); they must be answered
+# the pings share ib0's saturated send queue with the flood: their RTT
+# is reported, not judged (an emulated guest queues for seconds), and the
+# qdisc drops some of them with the flood's datagrams (15-22% seen on
+# 6.1 with two guests on two cores, either driver). A softirq held by
+# the poll loses nearly all of them: at least half must be answered.
 max=$(sed -n 's|.* = [0-9.]*/[0-9.]*/\([0-9.]*\)/.*|\1|p' /tmp/58-ping.$$)
 lost=$(sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' /tmp/58-ping.$$)
-[[ -n $lost ]] && ((${lost%.*} <= 20))
+[[ -n $lost ]] && ((${lost%.*} <= 50))
 check_err $? "ping loss ${lost:-?}%"
 log_test "no soft lockup or RCU stall, pings answered (max RTT ${max:-?} ms)"
 rm -f /tmp/58-ping.$$
