@@ -183,14 +183,15 @@ loopy_wait() {
 	local sleep_cmd=$1 timeout_ms=$2 start now out rc
 
 	shift 2
-	start=$(date +%s%3N)
+	# bash's clock, not date(1): every process costs in a TCG guest
+	start=$((${EPOCHREALTIME/./} / 1000))
 	while true; do
 		out=$("$@") && rc=0 || rc=$?
 		if [[ $rc -eq 0 ]]; then
 			[[ -z $out ]] || echo "$out"
 			return 0
 		fi
-		now=$(date +%s%3N)
+		now=$((${EPOCHREALTIME/./} / 1000))
 		if ((now - start > timeout_ms)); then
 			[[ -z $out ]] || echo "$out"
 			return "$rc"
@@ -207,12 +208,21 @@ busywait() {
 	loopy_wait "sleep 0.1" "$timeout_ms" "$@"
 }
 
+# __backoff: sleep 0.1 s, twice as long each call up to 0.5 s (reset by
+# slowwait): most waits end within a few hundred milliseconds
+__backoff_ms=100
+__backoff() {
+	sleep "0.$((__backoff_ms / 100))"
+	((__backoff_ms = __backoff_ms * 2 > 500 ? 500 : __backoff_ms * 2))
+}
+
 # slowwait TIMEOUT_SEC CMD...
 slowwait() {
 	local timeout_sec=$1
 
 	shift
-	loopy_wait "sleep 0.5" $((timeout_sec * 1000)) "$@"
+	__backoff_ms=100
+	loopy_wait __backoff $((timeout_sec * 1000)) "$@"
 }
 
 # ---- network namespaces ----------------------------------------------
@@ -426,6 +436,14 @@ iperf_start() {
 	iperf_server "$2" "$3" || return 1
 	ip netns exec "$1" timeout $(($4 + 30)) iperf3 -c "$3" -t "$4" >/dev/null 2>&1 &
 	IPERF_PID=$!
+}
+
+# iperf_stop: end the client of iperf_start now. Its peer went away (a
+# deleted child, an unloaded module), so it would hang until its timeout.
+iperf_stop() {
+	kill "$IPERF_PID" 2>/dev/null
+	wait "$IPERF_PID" 2>/dev/null
+	return 0
 }
 
 # iperf_mbps CLIENT_NS SERVER_NS SERVER_ADDR SECONDS [IPERF3 ARGS...]:

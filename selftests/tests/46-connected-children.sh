@@ -74,7 +74,8 @@ sleep 3
 old=$(ipoib_hwaddr "$B" ib1.8001)
 ip -n "$B" link del ib1.8001
 check_err $? "delete the peer child under traffic"
-wait $IPERF_PID
+sleep 1
+iperf_stop
 # the new child announces its new hardware address (gratuitous ARP)
 ip netns exec "$B" sysctl -qw net.ipv4.conf.all.arp_notify=1
 ipoib_child "$B" ib1 8001 10.1.0.2/24 && ip -n "$B" link set ib1.8001 type ipoib mode connected &&

@@ -62,15 +62,14 @@ mode_umcast() {
 		sed 's/ 0*\([0-9]\)$/ \1/'
 }
 
-# state: every link, and the IPoIB view of ib0 and the test children
+# state: every link with its IPoIB attributes, and the mode and umcast
+# files of ib0 and the test children (three processes: a TCG guest pays
+# for each)
 state() {
-	local d
-
-	ip -o link show | awk -F': ' '{ print $2 }' | sort | tr '\n' ' '
-	for d in ib0 ib0.8001 nl1; do
-		echo "$d: $(cat $S/$d/mode $S/$d/umcast 2>/dev/null | tr '\n' ' ')"
-		ip -d -o link show "$d" 2>/dev/null | grep -o 'ipoib pkey.*umcast *[0-9]*'
-	done
+	ip -d -o link show | sed -n 's/^[0-9]*: \([^:@]*\)[@:].*\(ipoib pkey.*umcast *[0-9]*\).*/\1 \2/p
+		t
+		s/^[0-9]*: \([^:@]*\)[@:].*/\1/p'
+	grep -H . $S/{ib0,ib0.8001,nl1}/{mode,umcast} 2>/dev/null
 }
 
 # expect DESC GOT WANT_OURS [WANT_INTREE]

@@ -68,6 +68,9 @@ for i in 1 2 3; do
 	sleep 1
 	ip -n "$A" link del ib0.8001
 	check_err $? "delete under traffic ($i)"
+	# the flood fails from here on (no device) until its deadline
+	sleep 0.5
+	kill -INT $pinger 2>/dev/null
 	wait $pinger
 done
 log_test "children deleted while flooding"
@@ -81,6 +84,7 @@ p2=$!
 sleep 1
 unload_ipoib
 check_err $? "rmmod ib_ipoib under traffic"
+kill -INT $p1 $p2 2>/dev/null
 wait $p1 $p2
 ! ip -n "$A" link show ib0.8001 >/dev/null 2>&1 && ! ip -n "$B" link show ib1 >/dev/null 2>&1
 check_err $? "interfaces survived the module"

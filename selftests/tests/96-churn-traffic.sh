@@ -79,7 +79,7 @@ refcnt() {
 }
 
 now() {
-	date +%s
+	echo "$EPOCHSECONDS"
 }
 
 count() {

@@ -123,7 +123,8 @@ iperf_start "$B" "$A" 192.0.2.1 8
 sleep 3
 rmmod ib_ipoib
 check_err $? "rmmod the in-tree ib_ipoib mid-stream"
-wait $IPERF_PID
+sleep 1
+iperf_stop
 modprobe ib_ipoib && slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
 	bring_up "$A" ib0 192.0.2.1
 check_err $? "in-tree ib_ipoib reloaded"
@@ -136,7 +137,8 @@ iperf_start "$A" "$B" 192.0.2.2 8
 sleep 3
 rmmod ib_ipoib_interop
 check_err $? "rmmod ours mid-stream"
-wait $IPERF_PID
+sleep 1
+iperf_stop
 insmod "$ko" && slowwait 10 test -d /sys/class/net/ibx1 >/dev/null &&
 	bring_up "$B" ibx1 192.0.2.2
 check_err $? "ours reloaded"
