@@ -13,13 +13,14 @@
 # and a neighbour per forged address with no bound: the test expects it
 # to grow and reports its figures. Afterwards the path collector
 # (2 x net.ipv4.neigh.default.gc_interval idle) forgets every forged path.
-# NREQ (default 20000) requests.
+# NREQ requests: 8000 (eight times the bound), 50000 with LONG=1.
 
 source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping python3
 
-NREQ=${NREQ:-20000}
+NREQ=${NREQ:-8000}
+[[ $LONG == 1 ]] && NREQ=50000
 MAX=1024
 D=/sys/kernel/debug/ipoib
 
@@ -122,7 +123,7 @@ ktap_diag "paths: $paths0 before, $paths1 after; SUnreclaim: ${slab0} kB before,
 	ktap_diag "ours: $(f=$(grep -lx ib0 $D/*/name | head -1); tr '\n' ' ' <"$(dirname "$f")/stats")"
 
 # An emulated receiver under a flood overruns its ring now and then
-# (in-tree on 6.1 took 15533 of 20000 once): half of them is still ten
+# (in-tree on 6.1 took 15533 of 20000 once): half of them is still four
 # times max_paths, enough for the bound and the growth below.
 RET=0
 ((flood_rc == 0 && rx1 - rx0 >= NREQ / 2))
@@ -141,10 +142,11 @@ if [[ $IPOIB == ours ]]; then
 	check_err $? "SUnreclaim grew by $(((slab1 - slab0) / 1024)) MB"
 	log_test "paths bounded by max_paths=$MAX, evictions counted, slab growth < 8 MB"
 else
-	# in-tree has no bound: expected to keep a path per forged address
+	# in-tree has no bound: expected to keep a path per forged address,
+	# about 2 kB each (+38 MB after 20000)
 	[[ $paths1 == "?" ]] || ((paths1 > MAX))
 	check_err $? "in-tree kept only $paths1 paths (expected unbounded growth)"
-	(((slab1 - slab0) >= 8 * 1024))
+	(((slab1 - slab0) >= 4 * 1024))
 	check_err $? "in-tree SUnreclaim grew by only $(((slab1 - slab0) / 1024)) MB"
 	log_test "in-tree: unbounded, kept $paths1 paths (+$(((slab1 - slab0) / 1024)) MB) # expected"
 fi
