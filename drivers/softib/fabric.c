@@ -530,7 +530,7 @@ void softib_send_worker(struct work_struct *work)
 
 	for (;;) {
 		spin_lock_irqsave(&sq->lock, flags);
-		if (!softib_wq_used(sq) ||
+		if (!softib_wq_used(sq) || READ_ONCE(qp->sends_stalled) ||
 		    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_ERR)) {
 			spin_unlock_irqrestore(&sq->lock, flags);
 			return;

@@ -8,6 +8,10 @@
  *                 or local error: it goes to ERR, its receives flush and
  *                 a QP on an SRQ gets IB_EVENT_QP_LAST_WQE_REACHED, with
  *                 no error completion and nothing the consumer asked for.
+ *  stall_sends    (write a QPN) the QP's send queue hangs: nothing posted
+ *                 to it is sent, completed or flushed, in any state, until
+ *                 the QP is destroyed (which discards it, as RESET does).
+ *                 For consumers' teardown timeouts.
  *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
  *                 with -ENOMEM, once, as on an SRQ that is full; reads
  *                 how many calls are left (0: disarmed).
@@ -53,6 +57,31 @@ static int softib_fault_qp_error_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_qp_error_fops, NULL,
 			 softib_fault_qp_error_set, "%llu\n");
 
+static int softib_fault_stall_sends_set(void *data, u64 val)
+{
+	struct softib_dev *sdev = data;
+	struct softib_qp *qp;
+
+	if (val < 2 || val > U32_MAX) {
+		pr_info("softib: fault/stall_sends: write the number of an RC or UD QP (2 or more)\n");
+		return -EINVAL;
+	}
+	rcu_read_lock();
+	qp = xa_load(&sdev->qps, val);
+	/* the engine reads it at each WQE: the one in flight still goes */
+	if (qp)
+		WRITE_ONCE(qp->sends_stalled, true);
+	rcu_read_unlock();
+	if (!qp) {
+		pr_info("softib: fault/stall_sends: no QP 0x%06llx on %s (see rdma res show qp)\n",
+			val, dev_name(&sdev->ibdev.dev));
+		return -ENOENT;
+	}
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_stall_sends_fops, NULL,
+			 softib_fault_stall_sends_set, "%llu\n");
+
 static int softib_fault_post_srq_get(void *data, u64 *val)
 {
 	struct softib_dev *sdev = data;
@@ -80,6 +109,8 @@ void softib_fault_init(struct softib_dev *sdev)
 	atomic_set(&sdev->fault_post_srq, 0);
 	debugfs_create_file_unsafe("qp_error", 0200, dir, sdev,
 				   &softib_fault_qp_error_fops);
+	debugfs_create_file_unsafe("stall_sends", 0200, dir, sdev,
+				   &softib_fault_stall_sends_fops);
 	debugfs_create_file_unsafe("fail_post_srq", 0644, dir, sdev,
 				   &softib_fault_post_srq_fops);
 }

@@ -224,6 +224,7 @@ struct softib_qp {
 	struct softib_cq *scq;
 	struct softib_cq *rcq;
 	bool block_mcast_loopback;
+	bool sends_stalled;	/* fault/stall_sends: the engine sends nothing */
 	/* RC connection, set by modify_qp under sq.lock and rq.lock */
 	struct softib_av av;
 	u32 dest_qpn;

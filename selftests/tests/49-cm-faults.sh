@@ -16,6 +16,14 @@
 #   (ERR, LAST_WQE_REACHED, no error completion). The QP must be
 #   destroyed within 2 s, pings must recover over a new connection, and
 #   ib1 must go down quickly (< 3 s), not after the 5 s drain timeout.
+# - stall_sends: ib0's RC QP (the only one on port 1) stops completing
+#   sends, even flushed ones, and pings are posted to it. Switching ib0 to
+#   datagram must tear the connection down anyway: the teardown waits
+#   its 5 s, says so in one line, frees the sends itself, and destroys the
+#   QP; datagram and then connected mode (a new QP) carry pings again.
+#   This is the only way into either driver's teardown timeout path (a
+#   use-after-free and skb leaks were fixed there; the debug kernel's
+#   KASAN and kmemleak check it).
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -36,7 +44,7 @@ wrid_errors() {
 	awk '$1 == "wrid_errors" { print $2 }' "$SOFTIB_DBG/stats"
 }
 
-ktap_header 7
+ktap_header 8
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -106,5 +114,35 @@ check_err $? "ib1 down took $ms ms"
 ! dmesg | sed -n '/49-cm-faults: ifdown/,$p' | grep -q "not drained"
 check_err $? "$(dmesg | grep "not drained" | tail -1)"
 log_test "ib1 goes down at once"
+
+# ---- a send queue that never completes ----
+RET=0
+ip -n "$B" link set ib1 up && slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null
+check_err $? "ib1 up again"
+slowwait 20 sh -c "ip netns exec $A ping -c 1 -W 1 192.0.2.2 >/dev/null && rdma res show qp link softib0/1 | grep -q 'type RC state RTS'" >/dev/null
+check_err $? "no connection from ib0"
+qpns=$(rc_qpns 1)
+for q in $qpns; do
+	echo "$q" >"$SOFTIB_DBG/fault/stall_sends"
+	check_err $? "fault/stall_sends $q"
+done
+ip netns exec "$A" ping -c 3 -i 0.3 -W 1 192.0.2.2 >/dev/null
+check_fail $? "pings answered through a stalled send queue"
+echo "49-cm-faults: stalled" >/dev/kmsg
+ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
+check_err $? "ib0 to datagram mode"
+slowwait 20 sh -c "! rdma res show qp link softib0/1 | grep -q 'type RC'" >/dev/null
+check_err $? "ib0's RC QP is still there: $(rdma res show qp link softib0/1 | grep 'type RC' | xargs)"
+said=$(dmesg | sed -n '/49-cm-faults: stalled/,$p' | grep -E "not flushed after 5s|sends not completed")
+ktap_diag "teardown: ${said:-nothing said}"
+[[ -n $said ]]
+check_err $? "the teardown did not report the sends it gave up on"
+slowwait 10 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
+check_err $? "no datagram ping after the teardown"
+ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode" &&
+	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 -s 3000 192.0.2.2 >/dev/null &&
+	slowwait 10 rc_up 1
+check_err $? "no connected ping over a new QP after the teardown"
+log_test "sends that never complete: teardown gives up after 5 s, frees them, the interface works"
 
 ktap_finish
