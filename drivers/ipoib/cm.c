@@ -926,6 +926,9 @@ void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		 * in-tree does): UD carries the traffic for the backoff
 		 * instead of a reconnect that would meet the same queue.
 		 */
+		if (wc->status == IB_WC_RNR_RETRY_EXC_ERR)
+			WRITE_ONCE(priv->cm_rnr_fallbacks,
+				   priv->cm_rnr_fallbacks + 1);
 		ipoib_cm_tx_close(tx, wc->status == IB_WC_RNR_RETRY_EXC_ERR);
 	}
 	/*

@@ -262,6 +262,7 @@ struct ipoib_dev_priv {
 	unsigned int global_head;	/* xmit, under the tx lock */
 	unsigned int global_tail;	/* NAPI */
 	int napi_max_polled;		/* most completions in one poll */
+	u64 cm_rnr_fallbacks;		/* NAPI: RNR_RETRY_EXC, UD for a while */
 
 	/* connected mode (cm.c); the lists are under lock */
 	bool cm_mode;			/* admin: connected */

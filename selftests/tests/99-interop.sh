@@ -10,13 +10,18 @@
 # iperf3 both ways, on the parents and through pkey children (ours made
 # through sysfs: iproute2 parses "pkey" only for the kind it knows); then
 # connected mode (RC over ib_cm) both ways, and each driver unloaded
-# mid-stream and loaded again while the other reconnects to it.
+# mid-stream and loaded again while the other reconnects to it. In-tree
+# comes back with recv_queue_size=16: a UDP flood from ours then meets its
+# shared receive queue empty. Ours asks for no RNR retries, as in-tree
+# does (with 7, each RNR would stall the connection for in-tree's 655 ms
+# RNR timer, forever): the send fails and UD carries the traffic for a
+# while (debugfs stats cm_rnr_fallbacks).
 
 source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping iperf3
 
-ktap_header 11
+ktap_header 12
 
 # iperf_both WHAT IN_TREE_ADDR OUR_ADDR: 5 s of TCP each way
 iperf_both() {
@@ -125,12 +130,33 @@ rmmod ib_ipoib
 check_err $? "rmmod the in-tree ib_ipoib mid-stream"
 sleep 1
 iperf_stop
-modprobe ib_ipoib && slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
+modprobe ib_ipoib recv_queue_size=16 && slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
 	bring_up "$A" ib0 192.0.2.1
-check_err $? "in-tree ib_ipoib reloaded"
+check_err $? "in-tree ib_ipoib reloaded (recv_queue_size=16)"
 slowwait 30 ip netns exec "$B" ping -c 1 -W 2 -s 9000 192.0.2.1 >/dev/null
 check_err $? "ours did not reconnect to the reloaded in-tree driver"
 log_test "in-tree unloaded mid-stream and reloaded: ours reconnects"
+
+# ours_stat NAME: a line of ours' debugfs stats for ibx1
+ours_stat() {
+	local f
+
+	f=$(grep -lx ibx1 /sys/kernel/debug/ipoib_interop/*/name 2>/dev/null | head -1)
+	awk -v n="$1" '$1 == n { print $2 }' "$(dirname "$f")/stats" 2>/dev/null
+}
+
+RET=0
+r0=$(ours_stat cm_rnr_fallbacks)
+[[ -n $r0 ]]
+check_err $? "no cm_rnr_fallbacks in ours' debugfs stats"
+mbps=$(iperf_mbps "$B" "$A" 192.0.2.1 5 -u -b 0 -l 8000)
+r1=$(ours_stat cm_rnr_fallbacks)
+ktap_diag "UDP flood ours -> in-tree (16 receive buffers): ${mbps:-0} Mbit/s received; RNR fallbacks to UD: $((${r1:-0} - ${r0:-0}))"
+((${r1:-0} > ${r0:-0}))
+check_err $? "no RNR fallback counted: did the connection stall on RNR retries?"
+slowwait 30 ip netns exec "$B" ping -c 1 -W 2 -s 9000 192.0.2.1 >/dev/null
+check_err $? "ours cannot reach in-tree after the flood"
+log_test "in-tree's receive queue runs dry: ours falls back to UD (RNR), then reconnects"
 
 RET=0
 iperf_start "$A" "$B" 192.0.2.2 8
