@@ -9,7 +9,8 @@
 #
 # - a child on P_Key 0x8001 never receives what a child on 0x8002 sends:
 #   unicast (a static neighbour forcing the 0x8001 peer's address),
-#   broadcast and IP multicast;
+#   broadcast and IP multicast, and frames injected on the fabric naming
+#   the other P_Key (softib's injector);
 # - limited members (0x0003 on ports 2 and 3, full on port 1) never reach
 #   each other, unicast or broadcast, while each reaches the full member;
 # - a child in a container netns sees none of the parent's traffic nor
@@ -190,10 +191,56 @@ check_err $? "the 0x8002 member got only $m2 of 20 datagrams"
 check_err $? "the 0x8001 member got $m1 datagrams sent on 0x8002"
 log_test "IP multicast on 0x8002 never reaches a 0x8001 member of the group"
 
-if [[ -e $SOFTIB_DBG/inject ]]; then
-	ktap_skip "injected frames" "softib inject exists, but this test does not drive it yet"
-else
+# ---- injected frames: what a peer could put on the wire -----------------
+# softib's injector (Documentation/softib.rst, ports/<N>/inject) at the
+# receiving port, from port 1's LID: marked IPv4 frames naming another
+# partition's P_Key reach neither a child's QP nor its broadcast group,
+# limited-to-limited frames are dropped at a limited member, and the same
+# frames with the right P_Key arrive (the control: the sniffer would see
+# a leak).
+# inject PORT HEADER: one batch of 20 marked frames
+inject() {
+	echo "$2 qkey=0xb slid=1 count=20 hex=08000000$MARK$MARK" \
+		>"$SOFTIB_DBG/ports/$1/inject"
+}
+# bcast_mlid PKEY: the MLID of the partition's broadcast group
+bcast_mlid() {
+	awk -v g="ff12:401b:$1:0000:0000:0000:ffff:ffff" '$2 == g { print $1 }' "$SOFTIB_DBG/mcast"
+}
+RET=0
+if [[ ! -e $SOFTIB_DBG/ports/2/inject ]]; then
 	ktap_skip "injected frames" "softib has no UD injection interface on this tree"
+else
+	hw1=$(ipoib_hwaddr "$B" ib1.8001)
+	q1=0x${hw1:3:2}${hw1:6:2}${hw1:9:2}
+	hw3=$(ipoib_hwaddr "$C" ib2.8003)
+	q3=0x${hw3:3:2}${hw3:6:2}${hw3:9:2}
+	m1=$(bcast_mlid 8001)
+	[[ -n $m1 ]]
+	check_err $? "no broadcast group for 0x8001 in $SOFTIB_DBG/mcast"
+	bc="qpn=0xffffff dlid=$m1 dgid=ff12:401b:8001::ffff:ffff"
+	# case: PORT HEADER SNIFF-NS SNIFF-DEV WANT (marked frames: 0 or 20)
+	cases=("2|qpn=$q1 pkey=0x8002|$B|ib1.8001|0" "2|qpn=$q1 pkey=0x8001|$B|ib1.8001|20"
+	       "2|$bc pkey=0x8002|$B|ib1.8001|0" "2|$bc pkey=0x8001|$B|ib1.8001|20"
+	       "3|qpn=$q3 pkey=0x0003|$C|ib2.8003|0" "3|qpn=$q3 pkey=0x8003|$C|ib2.8003|20")
+	for c in "${cases[@]}"; do
+		IFS='|' read -r port hdr ns dev want <<<"$c"
+		sniff "$ns" "$dev" "$T/i"
+		d0=$(softib_counter "$port" drop_pkey)
+		inject "$port" "$hdr"
+		check_err $? "inject on port $port: $hdr"
+		read -r n m <<<"$(sniffed "$T/i")"
+		d1=$(softib_counter "$port" drop_pkey)
+		ktap_diag "port $port [$hdr] x20: $dev saw $m marked, drop_pkey +$((d1 - d0))"
+		if ((want == 0)); then
+			((m == 0 && d1 - d0 == 20))
+			check_err $? "$dev got $m marked frames of [$hdr], drop_pkey +$((d1 - d0)) (expected 0 and +20)"
+		else
+			((m >= want / 2))
+			check_err $? "control [$hdr]: $dev saw only $m of 20"
+		fi
+	done
+	log_test "injected frames: other P_Key and limited-to-limited dropped (drop_pkey), right P_Key delivered"
 fi
 
 # ---- limited members -----------------------------------------------------
