@@ -342,6 +342,8 @@ void ipoib_rx_mode_work(struct work_struct *work)
 						   rx_mode_work);
 	struct net_device *dev = priv->dev;
 	struct netdev_hw_addr *ha;
+	struct ib_sa_mcmember_rec rec;
+	unsigned long *foreign = NULL;
 	union ib_gid *mgids;
 	unsigned int n = 0, i;
 	struct ipoib_mcast *m;
@@ -356,6 +358,22 @@ void ipoib_rx_mode_work(struct work_struct *work)
 	if (!mgids)
 		return;
 
+	/*
+	 * umcast, as in-tree: a group that another consumer of this port
+	 * already joined through the SA (userspace through rdma_cm, say) is
+	 * left to it, and we do not join it as a full member. ib_sa's own
+	 * table is asked here, outside priv->lock; below, only groups we
+	 * have not joined as full members ourselves are skipped (our own
+	 * join is in that table too).
+	 */
+	if (READ_ONCE(priv->umcast)) {
+		foreign = bitmap_zalloc(n + 1, GFP_KERNEL);
+		for (i = 0; foreign && i < n; i++)
+			if (!ib_sa_get_mcmember_rec(priv->ca, priv->port,
+						    &mgids[i], &rec))
+				__set_bit(i, foreign);
+	}
+
 	spin_lock_irqsave(&priv->lock, flags);
 	if (priv->mcast_running) {
 		list_for_each_entry(m, &priv->mcasts, list)
@@ -363,6 +381,12 @@ void ipoib_rx_mode_work(struct work_struct *work)
 				m->wanted = false;
 		for (i = 0; i < n; i++) {
 			m = ipoib_mcast_find(priv, &mgids[i]);
+			if ((!m || m->sendonly) && foreign &&
+			    test_bit(i, foreign)) {
+				ipoib_dbg(priv, "umcast: %pI6 was joined by another consumer: not joining it\n",
+					  mgids[i].raw);
+				continue;
+			}
 			if (!m) {
 				ipoib_mcast_new(priv, &mgids[i], false, GFP_ATOMIC);
 				continue;
@@ -379,6 +403,7 @@ void ipoib_rx_mode_work(struct work_struct *work)
 		ipoib_mcast_kick(priv, 0);
 	}
 	spin_unlock_irqrestore(&priv->lock, flags);
+	bitmap_free(foreign);
 	kfree(mgids);
 }
 
