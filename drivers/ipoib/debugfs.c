@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ipoib-ng: debugfs view of each interface's multicast groups, paths and
- * connections, under ipoib/<ifindex>@<netns inode>/ (in-tree uses
- * <ifname>_mcg and <ifname>_path, which collide between namespaces). The
- * directory also holds "name", the interface's name when it was created.
+ * connections, under ipoib/<N>/, N a number no other interface gets while
+ * the module is loaded (in-tree uses <ifname>_mcg and <ifname>_path,
+ * which collide between namespaces; an ifindex and a netns inode recur
+ * too, after netns moves and deletions). The directory also holds
+ * "name", "ifindex" and "netns" (its inode), read when they are read.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -166,15 +168,41 @@ static int ipoib_name_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ipoib_name);
 
-/* After registration: the ifindex is known. */
+static int ipoib_ifindex_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+
+	seq_printf(m, "%d\n", READ_ONCE(priv->dev->ifindex));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_ifindex);
+
+static int ipoib_netns_show(struct seq_file *m, void *unused)
+{
+	struct ipoib_dev_priv *priv = m->private;
+
+	/* the netns cannot change under rtnl; a racing read is one or other */
+	rcu_read_lock();
+	seq_printf(m, "net:[%u]\n", dev_net_rcu(priv->dev)->ns.inum);
+	rcu_read_unlock();
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipoib_netns);
+
+static atomic_t ipoib_debugfs_seq = ATOMIC_INIT(0);
+
 void ipoib_debugfs_add(struct ipoib_dev_priv *priv)
 {
-	char name[48];
+	char name[16];
 
-	snprintf(name, sizeof(name), "%d@%u", priv->dev->ifindex,
-		 dev_net(priv->dev)->ns.inum);
+	snprintf(name, sizeof(name), "%u",
+		 (unsigned int)atomic_inc_return(&ipoib_debugfs_seq));
 	priv->debugfs = debugfs_create_dir(name, ipoib_debugfs_root);
 	debugfs_create_file("name", 0444, priv->debugfs, priv, &ipoib_name_fops);
+	debugfs_create_file("ifindex", 0444, priv->debugfs, priv,
+			    &ipoib_ifindex_fops);
+	debugfs_create_file("netns", 0444, priv->debugfs, priv,
+			    &ipoib_netns_fops);
 	debugfs_create_file("mcg", 0444, priv->debugfs, priv, &ipoib_mcg_fops);
 	debugfs_create_file("path", 0444, priv->debugfs, priv, &ipoib_path_fops);
 	debugfs_create_file("cm", 0444, priv->debugfs, priv, &ipoib_cm_fops);

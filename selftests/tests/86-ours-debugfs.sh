@@ -3,11 +3,15 @@
 # ipoib: ours
 # timeout: 180
 #
-# debugfs ipoib/<ifindex>@<netns>/{name,mcg,path}: multicast joins and
+# debugfs ipoib/<N>/{name,ifindex,netns,mcg,path,cm}: multicast joins and
 # leaves and resolved paths are visible, idle paths are garbage-collected
 # (every net.ipv4.neigh.default.gc_interval, like in-tree's neighbours),
-# connections show up in "cm" on both ends, and two interfaces with the same name in two namespaces get distinct
-# directories.
+# connections show up in "cm" on both ends, two interfaces with the same
+# name in two namespaces get distinct directories, and so does every
+# child when an (ifindex, netns inode) pair recurs: children made in a
+# new netns, moved out, the netns deleted, a new one made (the kernel
+# reuses the inode), five times. Before, directories were named
+# <ifindex>@<netns inode> and a recurring pair left the new child none.
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -19,7 +23,7 @@ dir_of() { # NAME [N]: the Nth debugfs dir whose name file says NAME
 	grep -lx "$1" $D/*/name 2>/dev/null | sed -n "${2:-1}p" | xargs -r dirname
 }
 
-ktap_header 7
+ktap_header 8
 
 # the collector's period is read when the interface comes up: set it first
 GC=/proc/sys/net/ipv4/neigh/default/gc_interval
@@ -90,5 +94,31 @@ d2=$(dir_of net1 2)
 [[ -n $d1 && -n $d2 && $d1 != "$d2" ]]
 check_err $? "net1 directories: '$d1' '$d2'"
 log_test "same interface name in two namespaces: two directories"
+
+RET=0
+ip -n "$B" link del net1
+seen=()
+recur=0
+for i in 1 2 3 4 5; do
+	setup_ns Y
+	ip -n "$B" link set ib1 netns "$Y" &&
+		ip -n "$Y" link add link ib1 name rc$i type ipoib pkey 0x8001
+	check_err $? "round $i: child rc$i in a new netns"
+	pair="$(ip -n "$Y" -o link show rc$i | cut -d: -f1)@$(ip netns exec "$Y" readlink /proc/self/ns/net)"
+	[[ " ${seen[*]} " == *" $pair "* ]] && recur=$((recur + 1))
+	seen+=("$pair")
+	d=$(dir_of rc$i)
+	[[ -n $d && $(cat "$d/ifindex") == "${pair%@*}" && $(cat "$d/netns") == "${pair#*@}" ]]
+	check_err $? "round $i: rc$i ($pair) has no directory of its own: '$d' $(cat "$d/ifindex" "$d/netns" 2>/dev/null | xargs)"
+	# the child leaves for B, ib1 follows, the netns goes
+	ip -n "$Y" link set rc$i netns "$B" && ip -n "$Y" link set ib1 netns "$B" &&
+		ip netns del "$Y"
+	check_err $? "round $i: moving out"
+done
+ktap_diag "(ifindex, netns) pairs of the five children: ${seen[*]}; $recur recurred"
+n=$(for i in 1 2 3 4 5; do dir_of rc$i; done | sort -u | wc -l)
+((n == 5))
+check_err $? "$n distinct directories for five children"
+log_test "children whose (ifindex, netns) pair recurs get directories of their own"
 
 ktap_finish
