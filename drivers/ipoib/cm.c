@@ -237,6 +237,7 @@ int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
 	priv->srq = NULL;
 	priv->srq_filled = false;
 	priv->srq_fill_next = 0;
+	priv->srq_stranded = 0;
 	if (!priv->ca->attrs.max_srq ||
 	    priv->ca->attrs.max_srq_sge < IPOIB_CM_SGE)
 		return 0;
@@ -268,6 +269,7 @@ void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 	priv->srq_ring = NULL;
 	priv->srq_filled = false;
 	priv->srq_fill_next = 0;
+	priv->srq_stranded = 0;
 }
 
 /*
@@ -777,6 +779,41 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 
 /* ---- completions (NAPI) ---- */
 
+/*
+ * NAPI gives slot i back. On the SRQ a post that fails (an SRQ in error,
+ * softib's fail_post_srq) would lose the slot for good and shrink the
+ * ring by one each time: the slot is marked stranded and tried again at
+ * the next receive completion, oldest first. A connection's own ring
+ * fails only with its QP, which is going away with the ring.
+ */
+static void ipoib_cm_repost(struct ipoib_dev_priv *priv,
+			    struct ipoib_cm_rx *rx, unsigned int i)
+{
+	if (!priv->srq) {
+		ipoib_cm_post_rx(priv, rx, i);
+		return;
+	}
+	if (ipoib_cm_post_rx(priv, NULL, i)) {
+		priv->srq_ring[i].stranded = true;
+		WRITE_ONCE(priv->srq_stranded, priv->srq_stranded + 1);
+	}
+}
+
+static void ipoib_cm_repost_stranded(struct ipoib_dev_priv *priv)
+{
+	unsigned int i;
+
+	for (i = 0; i < priv->rx_size && priv->srq_stranded; i++) {
+		if (!priv->srq_ring[i].stranded)
+			continue;
+		if (ipoib_cm_post_rx(priv, NULL, i))
+			return;
+		priv->srq_ring[i].stranded = false;
+		WRITE_ONCE(priv->srq_stranded, priv->srq_stranded - 1);
+		WRITE_ONCE(priv->srq_reposted, priv->srq_reposted + 1);
+	}
+}
+
 static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 {
 	struct ipoib_cm_rx *rx = wc->qp->qp_context;
@@ -796,6 +833,8 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	buf = priv->srq ? &priv->srq_ring[i] : &rx->ring[i];
 	if (!priv->srq)
 		rx->posted--;
+	else if (unlikely(priv->srq_stranded))
+		ipoib_cm_repost_stranded(priv);
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
@@ -805,7 +844,7 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		}
 		if (priv->srq) {
 			/* the SRQ lives on: give the buffer back */
-			ipoib_cm_post_rx(priv, NULL, i);
+			ipoib_cm_repost(priv, NULL, i);
 		} else if (!rx->posted) {
 			spin_lock_irqsave(&priv->lock, flags);
 			if (rx->state == IPOIB_CM_RX_ERROR)
@@ -866,7 +905,7 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	buf->mapping[0] = maps[0];
 
 deliver:
-	ipoib_cm_post_rx(priv, priv->srq ? NULL : rx, i);
+	ipoib_cm_repost(priv, rx, i);
 	skb->pkt_type = PACKET_HOST;
 	ipoib_rx_deliver(priv, skb);
 	return;
@@ -882,7 +921,7 @@ drop_fresh:
 drop:
 	priv->dev->stats.rx_dropped++;
 repost:
-	ipoib_cm_post_rx(priv, priv->srq ? NULL : rx, i);
+	ipoib_cm_repost(priv, rx, i);
 }
 
 static void ipoib_cm_tx_close(struct ipoib_cm_tx *tx, bool later);

@@ -87,8 +87,9 @@ static void ipoib_cm_rx_list_show(struct seq_file *m, struct list_head *list)
 }
 
 /*
- * Connections, after the mode and two lines of limits and counters
- * (max_cm_passive, max_cm_active, the entries kept per GID): "out <dgid>
+ * Connections, after the mode and three lines of limits and counters
+ * (max_cm_passive, max_cm_active, SRQ slots whose repost failed, the
+ * entries kept per GID): "out <dgid>
  * <peer UD QPN> <state> <peer MTU> <queued>
  * [datagram for <s>s]" for those we initiated, "in <peer RC QPN> <state>"
  * for those peers initiated.
@@ -108,6 +109,8 @@ static int ipoib_cm_show(struct seq_file *m, void *unused)
 		   priv->cm_passive_evicted, priv->cm_passive_refused,
 		   priv->cm_tx_qps, ipoib_max_cm_active,
 		   priv->cm_active_evicted, priv->cm_active_refused);
+	seq_printf(m, "# srq stranded %u reposted %llu\n",
+		   READ_ONCE(priv->srq_stranded), READ_ONCE(priv->srq_reposted));
 	seq_printf(m, "# per path %u, evicted %llu refused %llu\n",
 		   IPOIB_CM_TX_PER_PATH, priv->cm_path_evicted,
 		   priv->cm_path_refused);

@@ -119,6 +119,7 @@ struct ipoib_cm_rx_buf {
 	struct sk_buff *skb;
 	struct page *pages[IPOIB_CM_FRAGS];
 	u64 mapping[IPOIB_CM_SGE];
+	bool stranded;			/* SRQ: NAPI's repost failed; NAPI */
 };
 
 enum ipoib_cm_tx_state {
@@ -271,6 +272,8 @@ struct ipoib_dev_priv {
 	struct ipoib_cm_rx_buf *srq_ring;
 	bool srq_filled;		/* buffers go in with the first REQ */
 	unsigned int srq_fill_next;	/* first slot not posted yet; cm_mutex */
+	unsigned int srq_stranded;	/* slots whose repost failed; NAPI */
+	u64 srq_reposted;		/* of those, posted again later; NAPI */
 	struct mutex cm_mutex;		/* srq_filled; rx lifetime vs. reaper */
 	struct list_head cm_passive;	/* LIVE and ERROR */
 	struct list_head cm_flush;	/* FLUSH: last WQE reached */

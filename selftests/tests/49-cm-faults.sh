@@ -11,7 +11,10 @@
 #   opens): ib1's SRQ fill on the first REQ fails part way. The REQ is
 #   refused, A uses UD and retries; the retry must complete the fill from
 #   where it stopped, not post the first slots a second time (debug_wrid
-#   counts that in wrid_errors, and WARNs).
+#   counts that in wrid_errors, and WARNs). Then one repost of a
+#   received buffer fails: the slot must be posted again at the next
+#   receive, not lost (debugfs cm "srq stranded/reposted"; in-tree loses
+#   it, with a log line).
 # - qp_error: softib fails ib1's passive QP as an HCA would on its own
 #   (ERR, LAST_WQE_REACHED, no error completion). The QP must be
 #   destroyed within 2 s, pings must recover over a new connection, and
@@ -44,7 +47,7 @@ wrid_errors() {
 	awk '$1 == "wrid_errors" { print $2 }' "$SOFTIB_DBG/stats"
 }
 
-ktap_header 8
+ktap_header 9
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -74,6 +77,25 @@ if [[ $IPOIB == ours ]]; then
 else
 	ktap_skip "SRQ fill that failed part way resumes where it stopped" \
 		"in-tree fills its SRQ when the interface opens"
+fi
+
+if [[ $IPOIB == ours ]]; then
+	RET=0
+	cmf=$(dirname "$(grep -lx ib1 /sys/kernel/debug/ipoib/*/name | head -1)")/cm
+	# the next SRQ post is NAPI giving back the buffer of a receive
+	echo 1 >"$SOFTIB_DBG/fault/fail_post_srq"
+	ip netns exec "$A" ping -c 4 -i 0.3 -W 2 192.0.2.2 >/dev/null
+	check_err $? "pings over the connection"
+	[[ $(cat "$SOFTIB_DBG/fault/fail_post_srq") == 0 ]]
+	check_err $? "the SRQ repost fault did not fire"
+	read -r stranded reposted <<<"$(sed -n 's/^# srq stranded \([0-9]*\) reposted \([0-9]*\)$/\1 \2/p' "$cmf")"
+	ktap_diag "ib1 SRQ: stranded ${stranded:-?}, reposted ${reposted:-?}"
+	[[ $stranded == 0 ]] && ((reposted >= 1))
+	check_err $? "the slot whose repost failed was not posted again (stranded ${stranded:-?}, reposted ${reposted:-?})"
+	log_test "an SRQ repost that failed is posted again at the next receive"
+else
+	ktap_skip "an SRQ repost that failed is posted again at the next receive" \
+		"in-tree loses the slot (ipoib_cm_post_receive_srq failed)"
 fi
 
 # ---- the HCA fails a passive QP ----
