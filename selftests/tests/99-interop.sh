@@ -53,6 +53,13 @@ ktap_diag "ib0: $(ethtool -i ib0 | sed -n 's/^driver: //p'), ibx1: $(ethtool -i 
 softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
 
 setup_ns A B
+# A reloaded driver has a new QPN; its gratuitous ARP goes out before it
+# has carrier and is lost, so the other end learns it by probing its
+# stale entry: seconds with these (for every interface moved in later)
+for ns in "$A" "$B"; do
+	ip netns exec "$ns" sysctl -qw net.ipv4.neigh.default.base_reachable_time_ms=2000 \
+		net.ipv4.neigh.default.delay_first_probe_time=1
+done
 ip link set ib0 netns "$A" && ip link set ibx1 netns "$B" &&
 	ip -n "$A" addr add 192.0.2.1/24 dev ib0 && ip -n "$B" addr add 192.0.2.2/24 dev ibx1 &&
 	ip -n "$A" link set ib0 up && ip -n "$B" link set ibx1 up &&
