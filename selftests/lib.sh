@@ -366,7 +366,7 @@ softib_ports_active() {
 
 	((${#ports[@]})) || ports=(1 2)
 	for p in "${ports[@]}"; do
-		grep -q ACTIVE "$SOFTIB_SYS/ports/$p/state" || return 1
+		[[ $(<"$SOFTIB_SYS/ports/$p/state") == *ACTIVE* ]] || return 1
 	done
 }
 
@@ -384,7 +384,7 @@ softib_policy() {
 
 # ipoib_lower_up NS DEV: the interface has carrier
 ipoib_lower_up() {
-	ip -n "$1" link show "$2" 2>/dev/null | grep -q LOWER_UP
+	[[ $(ip -n "$1" -o link show "$2" 2>/dev/null) == *LOWER_UP* ]]
 }
 
 # ipoib_child NS PARENT PKEY ADDR: netlink child PARENT.PKEY, addressed, up

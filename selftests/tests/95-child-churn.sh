@@ -3,7 +3,7 @@
 # ipoib: both
 # timeout: 1200
 #
-# Child lifetimes under churn: 40 create/delete rounds (200 with LONG=1)
+# Child lifetimes under churn: 30 create/delete rounds (200 with LONG=1)
 # leak nothing
 # (verbs objects, unreclaimable memory), children deleted while they carry
 # traffic, and ib_ipoib unloaded while children carry traffic.
@@ -12,7 +12,7 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping
 
-ROUNDS=40
+ROUNDS=30
 [[ $LONG == 1 ]] && ROUNDS=200
 
 sunreclaim_kb() {
