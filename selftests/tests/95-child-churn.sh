@@ -40,12 +40,16 @@ echo 3 >/proc/sys/vm/drop_caches
 objs=$(child_objects)
 mem0=$(sunreclaim_kb)
 RET=0
+# child_gone: no ib0.8001 in A nor (in-tree creates it there) in init_net
+child_gone() {
+	! ip -n "$A" link show ib0.8001 >/dev/null 2>&1 && ! ip link show ib0.8001 >/dev/null 2>&1
+}
 for ((i = 1; i <= ROUNDS; i++)); do
-	ip netns exec "$A" sh -c 'echo 0x8001 > /sys/class/net/ib0/create_child' 2>/dev/null ||
-		echo 0x8001 >/sys/class/net/ib0/create_child 2>/dev/null
-	ip netns exec "$A" sh -c 'echo 0x8001 > /sys/class/net/ib0/delete_child' 2>/dev/null
-	# in-tree creates in init_net and deletes asynchronously
-	slowwait 5 sh -c "! ip -n $A link show ib0.8001 >/dev/null 2>&1 && ! ip link show ib0.8001 >/dev/null 2>&1" >/dev/null
+	ip netns exec "$A" sh -c 'echo 0x8001 > /sys/class/net/ib0/create_child &&
+		echo 0x8001 > /sys/class/net/ib0/delete_child'
+	check_err $? "round $i: create_child/delete_child refused"
+	# in-tree deletes asynchronously
+	slowwait 5 child_gone
 	check_err $? "round $i: ib0.8001 not deleted"
 	[[ $RET -eq 0 ]] || break
 done
