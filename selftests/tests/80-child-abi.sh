@@ -133,14 +133,16 @@ check_err $? "a rejected newlink left an interface"
 log_test "netlink: invalid P_Key, no parent, child of child, non-IPoIB parent rejected"
 
 RET=0
-for i in $(seq 1 20); do
-	ip link add link ib0 name same$i type ipoib pkey 0x8002 || { check_err 1 "child $i"; break; }
-done
+for ((i = 1; i <= 20; i++)); do
+	echo "link add link ib0 name same$i type ipoib pkey 0x8002"
+done | ip -batch -
+check_err $? "20 children with P_Key 0x8002"
 [[ $(ip -o link show | grep -c ' same[0-9]*@ib0') -eq 20 ]]
 check_err $? "not 20 children with P_Key 0x8002"
-for i in $(seq 1 20); do
-	ip link del same$i
-done
+for ((i = 1; i <= 20; i++)); do
+	echo "link del same$i"
+done | ip -batch -
+check_err $? "deleting the 20 children"
 log_test "20 netlink children with the same P_Key"
 
 RET=0

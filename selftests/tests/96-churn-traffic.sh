@@ -3,7 +3,7 @@
 # ipoib: both
 # timeout: 1500
 #
-# Churn under traffic, then nothing leaked. For CHURN seconds (30; 600
+# Churn under traffic, then nothing leaked. For CHURN seconds (20; 600
 # with LONG=1), with pings at 200/s both ways and a 20 Mbit/s iperf3
 # stream running throughout:
 #
@@ -27,7 +27,7 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping iperf3
 
-CHURN=${CHURN:-30}
+CHURN=${CHURN:-20}
 [[ $LONG == 1 ]] && CHURN=600
 # Slab after `shrink` of every cache still moves by a few hundred kB
 # with no leak at all (per-CPU partial slabs, netns teardown's RCU and
