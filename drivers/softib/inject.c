@@ -394,21 +394,7 @@ static int softib_inject_send(struct softib_port *port,
 		w.wqe.length = len;
 		w.sge.length = len;
 		pkt.mcast = false;
-		/*
-		 * As a packet from the wire arrives: with BH off, so that the
-		 * receiver's NAPI, raised by its completion, runs at
-		 * local_bh_enable() and not whenever ksoftirqd is next
-		 * scheduled; a batch is then paced by the receiver instead
-		 * of the scheduler (3x slower on 6.1's CFS than on 6.12).
-		 * The SA (SM LID) allocates and sleeps: not for it.
-		 */
-		if (in->dlid == SOFTIB_SM_LID) {
-			softib_route_pkt(&pkt);
-		} else {
-			local_bh_disable();
-			softib_route_pkt(&pkt);
-			local_bh_enable();
-		}
+		softib_route_pkt(&pkt);
 
 		if (fatal_signal_pending(current))
 			return -EINTR;
