@@ -463,6 +463,12 @@ static void ipoib_cm_stale_work(struct work_struct *work)
 			ipoib_cm_rx_error(stale);
 	} while (stale);
 	mutex_unlock(&priv->cm_mutex);
+	/* stranded SRQ slots wait for a poll: make one if all is quiet */
+	if (READ_ONCE(priv->srq_stranded)) {
+		local_bh_disable();
+		napi_schedule(&priv->napi);
+		local_bh_enable();
+	}
 	if (more)
 		queue_delayed_work(ipoib_wq, &priv->cm_stale_work,
 				   IPOIB_CM_RX_SCAN);
@@ -782,18 +788,25 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 /*
  * NAPI gives slot i back. On the SRQ a post that fails (an SRQ in error,
  * softib's fail_post_srq) would lose the slot for good and shrink the
- * ring by one each time: the slot is marked stranded and tried again at
- * the next receive completion, oldest first. A connection's own ring
- * fails only with its QP, which is going away with the ring.
+ * ring by one each time: the slot is marked stranded and tried again by
+ * every NAPI poll (ipoib_cm_poll()), oldest first; the stale scan
+ * schedules a poll if nothing else does. A connection's own ring fails
+ * only with its QP, which is going away with the ring.
  */
 static void ipoib_cm_repost(struct ipoib_dev_priv *priv,
 			    struct ipoib_cm_rx *rx, unsigned int i)
 {
+	int ret;
+
 	if (!priv->srq) {
 		ipoib_cm_post_rx(priv, rx, i);
 		return;
 	}
-	if (ipoib_cm_post_rx(priv, NULL, i)) {
+	ret = ipoib_cm_post_rx(priv, NULL, i);
+	if (ret) {
+		if (net_ratelimit())
+			netdev_warn(priv->dev, "SRQ repost of buffer %u failed (%d): tried again at the next poll\n",
+				    i, ret);
 		priv->srq_ring[i].stranded = true;
 		WRITE_ONCE(priv->srq_stranded, priv->srq_stranded + 1);
 	}
@@ -833,8 +846,6 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	buf = priv->srq ? &priv->srq_ring[i] : &rx->ring[i];
 	if (!priv->srq)
 		rx->posted--;
-	else if (unlikely(priv->srq_stranded))
-		ipoib_cm_repost_stranded(priv);
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
@@ -922,6 +933,13 @@ drop:
 	priv->dev->stats.rx_dropped++;
 repost:
 	ipoib_cm_repost(priv, rx, i);
+}
+
+/* End of a NAPI poll: SRQ slots whose repost failed go back. */
+void ipoib_cm_poll(struct ipoib_dev_priv *priv)
+{
+	if (priv->srq && unlikely(priv->srq_stranded))
+		ipoib_cm_repost_stranded(priv);
 }
 
 static void ipoib_cm_tx_close(struct ipoib_cm_tx *tx, bool later);
@@ -1373,15 +1391,20 @@ int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
 		if (tx->qpn == qpn)
 			goto found;
 		n++;
+		/* one backing off keeps its backoff: a refusing peer is not
+		 * asked again at once under a fresh entry
+		 */
 		if (tx->state == IPOIB_CM_TX_IDLE &&
+		    (!tx->retry_later ||
+		     !time_before(jiffies, tx->retry_after)) &&
 		    (!idle || time_before(tx->last_used, idle->last_used)))
 			idle = tx;
 	}
 	/*
 	 * One entry per QPN the neighbours of this GID named: a peer (or a
 	 * forger) rotating QPNs would grow the list without limit, so it
-	 * keeps IPOIB_CM_TX_PER_PATH. An idle one (no QP) makes room; when
-	 * every one holds a QP, UD carries this packet.
+	 * keeps IPOIB_CM_TX_PER_PATH. An idle one (no QP, not backing off)
+	 * makes room; otherwise UD carries this packet.
 	 */
 	if (n >= IPOIB_CM_TX_PER_PATH) {
 		if (!idle) {

@@ -422,8 +422,10 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 			netif_wake_queue(dev);
 		netif_tx_unlock(dev);
 	}
-	if (priv->transport_up)
+	if (priv->transport_up) {
 		ipoib_refill(priv);
+		ipoib_cm_poll(priv);
+	}
 
 	if (done < budget && napi_complete_done(napi, done) &&
 	    ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |

@@ -436,6 +436,7 @@ int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
 		  struct sk_buff *skb, u32 qpn, unsigned int *mtu);
 void ipoib_cm_path_release(struct ipoib_path *path);
 void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc);
+void ipoib_cm_poll(struct ipoib_dev_priv *priv);
 void ipoib_too_big(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		   unsigned int mtu);
 void ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected);

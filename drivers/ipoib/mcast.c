@@ -359,12 +359,13 @@ void ipoib_rx_mode_work(struct work_struct *work)
 		return;
 
 	/*
-	 * umcast, as in-tree: a group that another consumer of this port
-	 * already joined through the SA (userspace through rdma_cm, say) is
-	 * left to it, and we do not join it as a full member. ib_sa's own
-	 * table is asked here, outside priv->lock; below, only groups we
-	 * have not joined as full members ourselves are skipped (our own
-	 * join is in that table too).
+	 * umcast, as in-tree: a group already in ib_sa's table for this
+	 * port (joined by another consumer, say userspace through rdma_cm)
+	 * is left to it: we do not join it as a full member. The table is
+	 * asked here, outside priv->lock. Below, groups we are full members
+	 * of are kept; one we only joined send-only is in the table through
+	 * our own join and is skipped too, as in-tree does, until that
+	 * send-only entry expires.
 	 */
 	if (READ_ONCE(priv->umcast)) {
 		foreign = bitmap_zalloc(n + 1, GFP_KERNEL);
