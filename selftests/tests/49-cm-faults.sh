@@ -125,7 +125,8 @@ check_err $? "no new connection"
 log_test "pings recover over a new connection"
 
 RET=0
-echo "49-cm-faults: ifdown" >/dev/kmsg
+ifdown_mark="49-cm-faults: ifdown ($IPOIB, $$)"
+echo "$ifdown_mark" >/dev/kmsg
 start=$(date +%s%3N)
 ip -n "$B" link set ib1 down
 check_err $? "ib1 down"
@@ -133,7 +134,7 @@ ms=$(($(date +%s%3N) - start))
 ktap_diag "ib1 down took $ms ms"
 ((ms < 3000))
 check_err $? "ib1 down took $ms ms"
-! dmesg | sed -n '/49-cm-faults: ifdown/,$p' | grep -q "not drained"
+! dmesg | grep -F -A1000000 "$ifdown_mark" | grep -q "not drained"
 check_err $? "$(dmesg | grep "not drained" | tail -1)"
 log_test "ib1 goes down at once"
 
@@ -150,12 +151,13 @@ for q in $qpns; do
 done
 ip netns exec "$A" ping -c 3 -i 0.3 -W 1 192.0.2.2 >/dev/null
 check_fail $? "pings answered through a stalled send queue"
-echo "49-cm-faults: stalled" >/dev/kmsg
+mark="49-cm-faults: stalled ($IPOIB, $$)"
+echo "$mark" >/dev/kmsg
 ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
 check_err $? "ib0 to datagram mode"
 slowwait 20 sh -c "! rdma res show qp link softib0/1 | grep -q 'type RC'" >/dev/null
 check_err $? "ib0's RC QP is still there: $(rdma res show qp link softib0/1 | grep 'type RC' | xargs)"
-said=$(dmesg | sed -n '/49-cm-faults: stalled/,$p' | grep -E "not flushed after 5s|sends not completed")
+said=$(dmesg | grep -F -A1000000 "$mark" | grep -E "not flushed after 5s|sends not completed")
 ktap_diag "teardown: ${said:-nothing said}"
 [[ -n $said ]]
 check_err $? "the teardown did not report the sends it gave up on"
