@@ -39,6 +39,11 @@ attached() {
 	awk -v g="$mgid" '$2 == g { n = $3 } END { print n + 0 }' "$SOFTIB_DBG/mcast"
 }
 
+# attached_ge GROUP N: at least N QPs attached to GROUP (for slowwait)
+attached_ge() {
+	(($(attached "$1") >= $2))
+}
+
 ktap_header 4
 ktap_diag "IPOIB=$IPOIB"
 
@@ -52,10 +57,10 @@ RET=0
 ip netns exec "$A" sh -c 'echo 0 > /sys/class/net/ib0/umcast'
 check_err $? "umcast 0"
 member "$A" u1 239.1.2.4
-slowwait 10 test "$(attached 239.1.2.4)" -ge 1
+slowwait 10 attached_ge 239.1.2.4 1
 check_err $? "u1 did not join 239.1.2.4 ($(attached 239.1.2.4) QPs attached)"
 member "$A" ib0 239.1.2.4
-slowwait 10 test "$(attached 239.1.2.4)" -ge 2
+slowwait 10 attached_ge 239.1.2.4 2
 check_err $? "ib0 did not join 239.1.2.4 with umcast 0 ($(attached 239.1.2.4) QPs attached)"
 ktap_diag "umcast 0: 239.1.2.4 has $(attached 239.1.2.4) QPs attached"
 log_test "umcast 0: ib0 joins a group u1 already joined"
@@ -66,7 +71,7 @@ check_err $? "umcast 1"
 [[ $(ip netns exec "$A" cat /sys/class/net/ib0/umcast) == 1 ]]
 check_err $? "umcast reads $(ip netns exec "$A" cat /sys/class/net/ib0/umcast)"
 member "$A" u1 239.1.2.3
-slowwait 10 test "$(attached 239.1.2.3)" -ge 1
+slowwait 10 attached_ge 239.1.2.3 1
 check_err $? "u1 did not join 239.1.2.3"
 member "$A" ib0 239.1.2.3
 # ib0's multicast list has the group now; give its join the time the
@@ -81,7 +86,7 @@ log_test "umcast 1: ib0 leaves a group another consumer joined to it"
 RET=0
 # a group nobody else joined is still joined with umcast 1
 member "$A" ib0 239.1.2.5
-slowwait 10 test "$(attached 239.1.2.5)" -ge 1
+slowwait 10 attached_ge 239.1.2.5 1
 check_err $? "ib0 did not join 239.1.2.5, which nobody else had joined"
 log_test "umcast 1: a group only ib0 wants is joined"
 
