@@ -208,6 +208,22 @@ busywait() {
 	loopy_wait "sleep 0.1" "$timeout_ms" "$@"
 }
 
+# slowwait_eq TIMEOUT_SEC WANT CMD...: retry until CMD prints WANT. (Not
+# "slowwait N test "$(CMD)" = WANT": that runs CMD once, before waiting.)
+__prints() {
+	local want=$1
+
+	shift
+	[[ $("$@") == "$want" ]]
+}
+
+slowwait_eq() {
+	local timeout_sec=$1 want=$2
+
+	shift 2
+	slowwait "$timeout_sec" __prints "$want" "$@"
+}
+
 # __backoff: sleep 0.1 s, twice as long each call up to 0.5 s (reset by
 # slowwait): most waits end within a few hundred milliseconds
 __backoff_ms=100

@@ -68,13 +68,17 @@ sniffed() {
 	fi
 }
 
-# rx NS DEV / tx NS DEV: packet counters
+# rx NS DEV / tx NS DEV: packet counters; rx_ge NS DEV N: rx is N or more
 rx() {
 	ip netns exec "$1" cat /sys/class/net/"$2"/statistics/rx_packets
 }
 
 tx() {
 	ip netns exec "$1" cat /sys/class/net/"$2"/statistics/tx_packets
+}
+
+rx_ge() {
+	(($(rx "$1" "$2") >= $3))
 }
 
 # mcast_send NS DEV GROUP COUNT: UDP datagrams carrying MARK out of DEV
@@ -232,7 +236,7 @@ else
 		inject "$port" "$hdr"
 		check_err $? "inject on port $port: $hdr"
 		d1=$(softib_counter "$port" drop_pkey)
-		slowwait 5 test "$(rx "$ns" "$dev")" -ge $((r0 + want)) >/dev/null
+		slowwait 5 rx_ge "$ns" "$dev" $((r0 + want))
 		r1=$(rx "$ns" "$dev")
 		ktap_diag "port $port [$hdr] x20: $dev rx +$((r1 - r0)), drop_pkey +$((d1 - d0))"
 		if ((want == 0)); then

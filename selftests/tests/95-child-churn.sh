@@ -54,7 +54,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	check_err $? "round $i: ib0.8001 not deleted"
 	[[ $RET -eq 0 ]] || break
 done
-slowwait 10 test "$(child_objects)" = "$objs" >/dev/null
+slowwait_eq 10 "$objs" child_objects
 check_err $? "verbs objects after $ROUNDS rounds: $(child_objects)(before: $objs)"
 sync
 echo 3 >/proc/sys/vm/drop_caches

@@ -313,11 +313,11 @@ if [[ $IPOIB == intree ]]; then
 	done
 fi
 bounce
-slowwait 30 test "$(netdevs)" = "$base_devs" >/dev/null
+slowwait_eq 30 "$base_devs" netdevs
 check_err $? "netdevs: $(netdevs) (before: $base_devs)"
 slowwait 20 pings >/dev/null
 check_err $? "no traffic after churn"
-slowwait 20 test "$(iface_objects)" = "$base_objs" >/dev/null
+slowwait_eq 20 "$base_objs" iface_objects
 check_err $? "verbs objects: $(iface_objects) (before: $base_objs)"
 [[ $(rdma_res) == "$base_res" ]]
 check_err $? "rdma res: $(rdma_res) (before: $base_res)"
@@ -342,7 +342,7 @@ check_err $? "ib_ipoib refcnt $(refcnt ib_ipoib)"
 rmmod ib_ipoib
 check_err $? "rmmod ib_ipoib under traffic"
 stop_traffic
-slowwait 20 test "$(objects)" = "$objs_softib" >/dev/null
+slowwait_eq 20 "$objs_softib" objects
 check_err $? "softib objects without ib_ipoib: $(objects) (softib alone: $objs_softib)"
 [[ $(rdma_res) == "$res_softib" ]]
 check_err $? "rdma res without ib_ipoib: $(rdma_res) (softib alone: $res_softib)"
