@@ -30,54 +30,57 @@ bool softib_fault_post_srq(struct softib_dev *sdev)
 	return atomic_dec_if_positive(&sdev->fault_post_srq) == 0;
 }
 
-static int softib_fault_qp_error_set(void *data, u64 val)
+/*
+ * Apply fn to QP number val of the device, for the knob "name": QP0/QP1
+ * are per port and not in the table, so they cannot be picked here.
+ * destroy_qp erases the QPN, then waits for RCU readers like us.
+ */
+static int softib_fault_on_qp(struct softib_dev *sdev, u64 val,
+			      const char *name,
+			      void (*fn)(struct softib_qp *qp))
 {
-	struct softib_dev *sdev = data;
 	struct softib_qp *qp;
-	int ret = 0;
 
-	/* QP0/QP1 are per port and not in the table: they cannot fail here */
 	if (val < 2 || val > U32_MAX) {
-		pr_info("softib: fault/qp_error: write the number of an RC or UD QP (2 or more)\n");
+		pr_info("softib: fault/%s: write the number of an RC or UD QP (2 or more)\n",
+			name);
 		return -EINVAL;
 	}
-	/* destroy_qp erases the QPN, then waits for RCU readers like us */
 	rcu_read_lock();
 	qp = xa_load(&sdev->qps, val);
-	if (!qp)
-		ret = -ENOENT;
-	else
-		softib_qp_queue(qp, SOFTIB_QPW_ERR, 0);
+	if (qp)
+		fn(qp);
 	rcu_read_unlock();
-	if (ret)
-		pr_info("softib: fault/qp_error: no QP 0x%06llx on %s (see rdma res show qp)\n",
-			val, dev_name(&sdev->ibdev.dev));
-	return ret;
+	if (!qp) {
+		pr_info("softib: fault/%s: no QP 0x%06llx on %s (see rdma res show qp)\n",
+			name, val, dev_name(&sdev->ibdev.dev));
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void softib_fault_qp_error(struct softib_qp *qp)
+{
+	softib_qp_queue(qp, SOFTIB_QPW_ERR, 0);
+}
+
+static int softib_fault_qp_error_set(void *data, u64 val)
+{
+	return softib_fault_on_qp(data, val, "qp_error", softib_fault_qp_error);
 }
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_qp_error_fops, NULL,
 			 softib_fault_qp_error_set, "%llu\n");
 
+/* the engine reads it at each WQE: the one in flight still goes */
+static void softib_fault_stall_sends(struct softib_qp *qp)
+{
+	WRITE_ONCE(qp->sends_stalled, true);
+}
+
 static int softib_fault_stall_sends_set(void *data, u64 val)
 {
-	struct softib_dev *sdev = data;
-	struct softib_qp *qp;
-
-	if (val < 2 || val > U32_MAX) {
-		pr_info("softib: fault/stall_sends: write the number of an RC or UD QP (2 or more)\n");
-		return -EINVAL;
-	}
-	rcu_read_lock();
-	qp = xa_load(&sdev->qps, val);
-	/* the engine reads it at each WQE: the one in flight still goes */
-	if (qp)
-		WRITE_ONCE(qp->sends_stalled, true);
-	rcu_read_unlock();
-	if (!qp) {
-		pr_info("softib: fault/stall_sends: no QP 0x%06llx on %s (see rdma res show qp)\n",
-			val, dev_name(&sdev->ibdev.dev));
-		return -ENOENT;
-	}
-	return 0;
+	return softib_fault_on_qp(data, val, "stall_sends",
+				  softib_fault_stall_sends);
 }
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_stall_sends_fops, NULL,
 			 softib_fault_stall_sends_set, "%llu\n");
