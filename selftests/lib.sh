@@ -409,6 +409,51 @@ softib_policy() {
 	printf '%s\n' "$@" | cat >"$SOFTIB_DBG/partitions"
 }
 
+# ---- ours' debugfs (ipoib/<N>/, see Documentation/ipoib.rst) ----------
+
+# The root: 99-interop loads ours under another name and sets this.
+IPOIB_DBG_ROOT=${IPOIB_DBG_ROOT:-/sys/kernel/debug/ipoib}
+
+# ipoib_dbg_dir NAME [N]: ours' debugfs directory of interface NAME (the
+# Nth of that name: names repeat across netns); fails if there is none
+ipoib_dbg_dir() {
+	local f n name
+
+	for f in "$IPOIB_DBG_ROOT"/*/name; do
+		read -r name 2>/dev/null <"$f" || continue
+		[[ $name == "$1" ]] || continue
+		((++n < ${2:-1})) && continue
+		echo "${f%/name}"
+		return 0
+	done
+	return 1
+}
+
+# ipoib_dbg_stat NAME STAT: one value of ours' debugfs stats of NAME
+ipoib_dbg_stat() {
+	local d
+
+	d=$(ipoib_dbg_dir "$1") || return 1
+	awk -v n="$2" '$1 == n { print $2 }' "$d/stats"
+}
+
+# mcast_member NS DEV GROUP [SECS]: a process in NS joins the IPv4 GROUP on
+# DEV (bound to UDP port 5555) for SECS (60) in the background; its PID
+# is in $! and its exit is deferred
+mcast_member() {
+	ip netns exec "$1" python3 - "$2" "$3" "${4:-60}" <<'PY' &
+import socket, struct, sys, time
+dev, grp, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", 5555))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack("4s4si", socket.inet_aton(grp), b"\0" * 4, socket.if_nametoindex(dev)))
+time.sleep(secs)
+PY
+	defer sh -c "kill $! 2>/dev/null"
+}
+
 # ipoib_lower_up NS DEV: the interface has carrier
 ipoib_lower_up() {
 	[[ $(ip -n "$1" -o link show "$2" 2>/dev/null) == *LOWER_UP* ]]
@@ -443,6 +488,13 @@ ipoib_fabric_up() {
 	defer unload_ipoib
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || return 1
 	setup_ns A B || return 1
+	ipoib_fabric_place
+}
+
+# ipoib_fabric_place: ib0 into $A as 192.0.2.1/24 and ib1 into $B as
+# 192.0.2.2/24, both up with carrier (after ipoib_fabric_up's reload of
+# ib_ipoib, too)
+ipoib_fabric_place() {
 	# one ip process per namespace
 	printf 'link set ib0 netns %s\nlink set ib1 netns %s\n' "$A" "$B" | ip -batch - &&
 		printf 'addr add 192.0.2.1/24 dev ib0\nlink set ib0 up\n' | ip -n "$A" -batch - &&

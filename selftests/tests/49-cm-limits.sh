@@ -26,10 +26,7 @@ ktap_header 7
 cm_dbg() {
 	local d
 
-	for d in /sys/kernel/debug/ipoib/*/; do
-		[[ $(cat "$d/name" 2>/dev/null) == "$1" ]] && echo "$d/cm" && return 0
-	done
-	return 1
+	d=$(ipoib_dbg_dir "$1") && echo "$d/cm"
 }
 
 # cm_limits DEV: "passive N active N pevicted N prefused N aevicted N arefused N"

@@ -17,7 +17,6 @@ source "$(dirname "$0")/../lib.sh"
 require_cmd python3
 
 NGRP=60
-D=/sys/kernel/debug/ipoib
 
 ktap_header 4
 ktap_diag "IPOIB=$IPOIB"
@@ -33,7 +32,7 @@ ip -n "$A" route add 224.0.0.0/4 dev ib0
 
 mcg_file() {
 	if [[ $IPOIB == ours ]]; then
-		echo "$(dirname "$(grep -lx ib0 $D/*/name | head -1)")/mcg"
+		echo "$(ipoib_dbg_dir ib0)/mcg"
 	else
 		echo /sys/kernel/debug/ipoib/ib0_mcg
 	fi
@@ -55,10 +54,7 @@ for i in range(1, int(sys.argv[2]) + 1):
 EOF
 }
 
-ours_stat() { # NAME: a line of ours' debugfs stats
-	awk -v n="$1" '$1 == n { print $2 }' \
-		"$(dirname "$(grep -lx ib0 $D/*/name | head -1)")/stats" 2>/dev/null
-}
+ours_stat() { ipoib_dbg_stat ib0 "$1" 2>/dev/null; }
 
 if [[ ! -r $(mcg_file) ]]; then
 	ktap_skip "send-only groups" "no $(mcg_file)"

@@ -17,19 +17,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd python3
 
-# member NS DEV GROUP: join GROUP on DEV for 60 s (background)
-member() {
-	ip netns exec "$1" python3 - "$2" "$3" <<'PY' &
-import socket, struct, sys, time
-dev, grp = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-             struct.pack("4s4si", socket.inet_aton(grp), b"\0" * 4, socket.if_nametoindex(dev)))
-time.sleep(60)
-PY
-	defer kill $!
-}
-
 # attached GROUP: QPs softib attached to the IPv4 group's MGID (P_Key ffff)
 attached() {
 	local o=(${1//./ }) mgid
@@ -56,10 +43,10 @@ ktap_result $? "ib0 and a second interface u1 on its P_Key (netns A)" || ktap_fi
 RET=0
 ip netns exec "$A" sh -c 'echo 0 > /sys/class/net/ib0/umcast'
 check_err $? "umcast 0"
-member "$A" u1 239.1.2.4
+mcast_member "$A" u1 239.1.2.4
 slowwait 10 attached_ge 239.1.2.4 1
 check_err $? "u1 did not join 239.1.2.4 ($(attached 239.1.2.4) QPs attached)"
-member "$A" ib0 239.1.2.4
+mcast_member "$A" ib0 239.1.2.4
 slowwait 10 attached_ge 239.1.2.4 2
 check_err $? "ib0 did not join 239.1.2.4 with umcast 0 ($(attached 239.1.2.4) QPs attached)"
 ktap_diag "umcast 0: 239.1.2.4 has $(attached 239.1.2.4) QPs attached"
@@ -70,10 +57,10 @@ ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/ib0/umcast'
 check_err $? "umcast 1"
 [[ $(ip netns exec "$A" cat /sys/class/net/ib0/umcast) == 1 ]]
 check_err $? "umcast reads $(ip netns exec "$A" cat /sys/class/net/ib0/umcast)"
-member "$A" u1 239.1.2.3
+mcast_member "$A" u1 239.1.2.3
 slowwait 10 attached_ge 239.1.2.3 1
 check_err $? "u1 did not join 239.1.2.3"
-member "$A" ib0 239.1.2.3
+mcast_member "$A" ib0 239.1.2.3
 # ib0's multicast list has the group now; give its join the time the
 # control took, then count
 sleep 3
@@ -85,7 +72,7 @@ log_test "umcast 1: ib0 leaves a group another consumer joined to it"
 
 RET=0
 # a group nobody else joined is still joined with umcast 1
-member "$A" ib0 239.1.2.5
+mcast_member "$A" ib0 239.1.2.5
 slowwait 10 attached_ge 239.1.2.5 1
 check_err $? "ib0 did not join 239.1.2.5, which nobody else had joined"
 log_test "umcast 1: a group only ib0 wants is joined"

@@ -22,7 +22,6 @@ require_cmd ping python3
 NREQ=${NREQ:-8000}
 [[ $LONG == 1 ]] && NREQ=50000
 MAX=1024
-D=/sys/kernel/debug/ipoib
 
 ktap_header 5
 ktap_diag "IPOIB=$IPOIB NREQ=$NREQ"
@@ -39,11 +38,8 @@ ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
 
 # path_count: paths ib0 keeps (ours: debugfs path; in-tree: ib0_path)
 path_count() {
-	local f
-
 	if [[ $IPOIB == ours ]]; then
-		f=$(grep -lx ib0 $D/*/name 2>/dev/null | head -1)
-		grep -vc '^#' "$(dirname "$f")/path"
+		grep -vc '^#' "$(ipoib_dbg_dir ib0)/path"
 	elif [[ -r /sys/kernel/debug/ipoib/ib0_path ]]; then
 		# its iterator walks the tree from the start for every entry:
 		# thousands take minutes under TCG ("?": its slab growth below
@@ -55,12 +51,7 @@ path_count() {
 	fi
 }
 
-ours_stat() { # NAME: a line of ours' debugfs stats
-	local f
-
-	f=$(grep -lx ib0 $D/*/name 2>/dev/null | head -1)
-	awk -v n="$1" '$1 == n { print $2 }' "$(dirname "$f")/stats" 2>/dev/null
-}
+ours_stat() { ipoib_dbg_stat ib0 "$1" 2>/dev/null; }
 
 sunreclaim() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 
@@ -122,7 +113,7 @@ wait "$ping_pid" 2>/dev/null
 ktap_diag "flood: $NREQ requests in ${secs}s, ib0 received $((rx1 - rx0)) packets"
 ktap_diag "paths: $paths0 before, $paths1 after; SUnreclaim: ${slab0} kB before, ${slab1} kB after (+$(((slab1 - slab0) / 1024)) MB)"
 [[ $IPOIB == ours ]] &&
-	ktap_diag "ours: $(f=$(grep -lx ib0 $D/*/name | head -1); tr '\n' ' ' <"$(dirname "$f")/stats")"
+	ktap_diag "ours: $(tr '\n' ' ' <"$(ipoib_dbg_dir ib0)/stats")"
 
 # An emulated receiver under a flood overruns its ring now and then
 # (in-tree on 6.1 took 15533 of 20000 once): half of them is still four
@@ -167,7 +158,7 @@ RET=0
 if [[ $IPOIB == ours ]]; then
 	# the collector reads the period again at its next run (<= 30 s)
 	echo 2 >$GC
-	slowwait 60 sh -c "[ \$(grep -lx ib0 $D/*/name | head -1 | xargs dirname | xargs -I{} grep -vc '^#' {}/path) -le 1 ]"
+	slowwait 60 sh -c "[ \$(grep -vc '^#' $(ipoib_dbg_dir ib0)/path) -le 1 ]"
 	check_err $? "forged paths not collected: $(path_count) left"
 	ktap_diag "SUnreclaim after collection: $(sunreclaim) kB"
 	log_test "idle forged paths are collected"

@@ -15,18 +15,13 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd iperf3 ping
 
-D=/sys/kernel/debug/ipoib
-
 ktap_header 4
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
 ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
 
-ours_stat() { # NAME: a line of ours' debugfs stats
-	awk -v n="$1" '$1 == n { print $2 }' \
-		"$(dirname "$(grep -lx ib0 $D/*/name | head -1)")/stats" 2>/dev/null
-}
+ours_stat() { ipoib_dbg_stat ib0 "$1" 2>/dev/null; }
 
 dmesg_mark=$(dmesg | wc -l)
 ip netns exec "$A" ping -i 0.2 -c 40 -W 2 192.0.2.2 >/tmp/58-ping.$$ 2>&1 &

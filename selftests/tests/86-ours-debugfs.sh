@@ -17,12 +17,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping
 
-D=/sys/kernel/debug/ipoib
-
-dir_of() { # NAME [N]: the Nth debugfs dir whose name file says NAME
-	grep -lx "$1" $D/*/name 2>/dev/null | sed -n "${2:-1}p" | xargs -r dirname
-}
-
 ktap_header 8
 
 # the collector's period is read when the interface comes up: set it first
@@ -35,9 +29,9 @@ ipoib_fabric_up
 ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
 
 RET=0
-a=$(dir_of ib0)
+a=$(ipoib_dbg_dir ib0)
 [[ -n $a ]]
-check_err $? "no debugfs directory for ib0: $(ls $D)"
+check_err $? "no debugfs directory for ib0: $(ls $IPOIB_DBG_ROOT)"
 grep -q "^ff12:401b:ffff::ffff:ffff 0xc[0-9a-f]* joined 0 full 0$" "$a/mcg"
 check_err $? "broadcast group not joined: $(cat "$a/mcg")"
 log_test "mcg shows the joined broadcast group with its MLID"
@@ -71,7 +65,7 @@ log_test "an idle path is collected and resolved again on the next packet"
 RET=0
 # paths (and their connections) must outlive the greps: default period
 echo "$old_gc" >$GC
-b=$(dir_of ib1)
+b=$(ipoib_dbg_dir ib1)
 ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
 ip netns exec "$A" ping -c 2 -W 2 -s 9000 192.0.2.2 >/dev/null
 check_err $? "connected-mode ping"
@@ -89,8 +83,8 @@ softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
 ip -n "$A" link add link ib0 name net1 type ipoib pkey 0x8001 &&
 	ip -n "$B" link add link ib1 name net1 type ipoib pkey 0x8001
 check_err $? "two children named net1"
-d1=$(dir_of net1 1)
-d2=$(dir_of net1 2)
+d1=$(ipoib_dbg_dir net1 1)
+d2=$(ipoib_dbg_dir net1 2)
 [[ -n $d1 && -n $d2 && $d1 != "$d2" ]]
 check_err $? "net1 directories: '$d1' '$d2'"
 log_test "same interface name in two namespaces: two directories"
@@ -107,7 +101,7 @@ for i in 1 2 3 4 5; do
 	pair="$(ip -n "$Y" -o link show rc$i | cut -d: -f1)@$(ip netns exec "$Y" readlink /proc/self/ns/net)"
 	[[ " ${seen[*]} " == *" $pair "* ]] && recur=$((recur + 1))
 	seen+=("$pair")
-	d=$(dir_of rc$i)
+	d=$(ipoib_dbg_dir rc$i)
 	[[ -n $d && $(cat "$d/ifindex") == "${pair%@*}" && $(cat "$d/netns") == "${pair#*@}" ]]
 	check_err $? "round $i: rc$i ($pair) has no directory of its own: '$d' $(cat "$d/ifindex" "$d/netns" 2>/dev/null | xargs)"
 	# the child leaves for B, ib1 follows, the netns goes
@@ -116,7 +110,7 @@ for i in 1 2 3 4 5; do
 	check_err $? "round $i: moving out"
 done
 ktap_diag "(ifindex, netns) pairs of the five children: ${seen[*]}; $recur recurred"
-n=$(for i in 1 2 3 4 5; do dir_of rc$i; done | sort -u | wc -l)
+n=$(for i in 1 2 3 4 5; do ipoib_dbg_dir rc$i; done | sort -u | wc -l)
 ((n == 5))
 check_err $? "$n distinct directories for five children"
 log_test "children whose (ifindex, netns) pair recurs get directories of their own"

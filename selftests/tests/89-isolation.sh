@@ -96,20 +96,6 @@ for _ in range(count):
 PY
 }
 
-# mcast_member NS DEV GROUP SECS: join GROUP on DEV for SECS (background)
-mcast_member() {
-	ip netns exec "$1" python3 - "$2" "$3" "$4" <<'PY' &
-import socket, struct, sys, time
-dev, grp, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("", 5555))
-s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-             struct.pack("4s4si", socket.inet_aton(grp), b"\0" * 4, socket.if_nametoindex(dev)))
-time.sleep(secs)
-PY
-}
-
 all_up() {
 	local d
 

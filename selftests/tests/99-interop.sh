@@ -160,10 +160,7 @@ log_test "ours unloaded mid-stream and reloaded: in-tree reconnects"
 
 # ours_stat NAME: a line of ours' debugfs stats for ibx1
 ours_stat() {
-	local f
-
-	f=$(grep -lx ibx1 /sys/kernel/debug/ipoib_interop/*/name 2>/dev/null | head -1)
-	awk -v n="$1" '$1 == n { print $2 }' "$(dirname "$f")/stats" 2>/dev/null
+	IPOIB_DBG_ROOT=/sys/kernel/debug/ipoib_interop ipoib_dbg_stat ibx1 "$1" 2>/dev/null
 }
 
 RET=0
