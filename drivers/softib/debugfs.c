@@ -60,6 +60,10 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "sa_groups %u\nsa_groups_max %u\nsa_groups_refused %lld\n",
 		   READ_ONCE(sdev->sa_groups), sdev->sa_max_groups,
 		   atomic64_read(&sdev->sa_groups_refused));
+	seq_printf(m, "sa_requests %lld\nsa_replies_delayed %lld\nsa_replies_waiting %u\n",
+		   atomic64_read(&sdev->sa_requests),
+		   atomic64_read(&sdev->sa_replies_delayed),
+		   READ_ONCE(sdev->n_sa_delayed));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);

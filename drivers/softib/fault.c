@@ -15,6 +15,10 @@
  *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
  *                 with -ENOMEM, once, as on an SRQ that is full; reads
  *                 how many calls are left (0: disarmed).
+ *  sa_delay_ms    (0-60000) the SA answers each request this late, as a
+ *                 busy SM does: path queries and joins stay in flight
+ *                 (sa.c). Answers still held back when the device goes
+ *                 are dropped, as lost MADs.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -105,6 +109,30 @@ static int softib_fault_post_srq_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_post_srq_fops, softib_fault_post_srq_get,
 			 softib_fault_post_srq_set, "%llu\n");
 
+static int softib_fault_sa_delay_get(void *data, u64 *val)
+{
+	struct softib_dev *sdev = data;
+
+	*val = READ_ONCE(sdev->sa_delay_ms);
+	return 0;
+}
+
+static int softib_fault_sa_delay_set(void *data, u64 val)
+{
+	struct softib_dev *sdev = data;
+
+	if (val > SOFTIB_SA_DELAY_MAX_MS) {
+		pr_info("softib: fault/sa_delay_ms: at most %u (ms)\n",
+			SOFTIB_SA_DELAY_MAX_MS);
+		return -ERANGE;
+	}
+	/* answers already held back keep their time */
+	WRITE_ONCE(sdev->sa_delay_ms, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_sa_delay_fops, softib_fault_sa_delay_get,
+			 softib_fault_sa_delay_set, "%llu\n");
+
 void softib_fault_init(struct softib_dev *sdev)
 {
 	struct dentry *dir = debugfs_create_dir("fault", sdev->debugfs);
@@ -116,4 +144,6 @@ void softib_fault_init(struct softib_dev *sdev)
 				   &softib_fault_stall_sends_fops);
 	debugfs_create_file_unsafe("fail_post_srq", 0644, dir, sdev,
 				   &softib_fault_post_srq_fops);
+	debugfs_create_file_unsafe("sa_delay_ms", 0644, dir, sdev,
+				   &softib_fault_sa_delay_fops);
 }

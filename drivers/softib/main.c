@@ -355,14 +355,16 @@ err_dealloc:
 static void softib_destroy(struct softib_dev *sdev)
 {
 	/*
-	 * 1. Remove the control files and stop the sweep, so no port event
-	 *    races with unregistration.
+	 * 1. Remove the control files, stop the sweep and drop the SA
+	 *    answers fault/sa_delay_ms holds back, so no port event or late
+	 *    MAD races with unregistration.
 	 * 2. Unregister: ib_core removes every client, which destroys all of
 	 *    their QPs, CQs and AHs through our ops (cancelling their work).
 	 * 3. Only then is the workqueue idle and safe to destroy.
 	 */
 	softib_debugfs_cleanup(sdev);
 	cancel_delayed_work_sync(&sdev->sweep);
+	softib_sa_drop_delayed(sdev);
 	ib_unregister_device(&sdev->ibdev);
 	softib_mcast_cleanup(sdev);
 	WARN_ON(!xa_empty(&sdev->qps));

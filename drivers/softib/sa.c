@@ -527,6 +527,100 @@ u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 	return mlid;
 }
 
+/*
+ * An answer that fault/sa_delay_ms holds back. It is on sdev->sa_delayed
+ * until its work takes it off to send it, or softib_sa_cleanup() takes it
+ * off to drop it; whoever takes it off owns it.
+ */
+struct softib_sa_delayed {
+	struct delayed_work dwork;
+	struct list_head list;
+	struct softib_dev *sdev;
+	struct softib_port *port;
+	u16 pkey;
+	struct ib_sa_mad resp;
+};
+
+static bool softib_sa_take_delayed(struct softib_sa_delayed *d)
+{
+	struct softib_dev *sdev = d->sdev;
+	bool mine;
+
+	spin_lock(&sdev->sa_delay_lock);
+	mine = !list_empty(&d->list);
+	if (mine) {
+		list_del_init(&d->list);
+		sdev->n_sa_delayed--;
+	}
+	spin_unlock(&sdev->sa_delay_lock);
+	return mine;
+}
+
+static void softib_sa_delayed_work(struct work_struct *work)
+{
+	struct softib_sa_delayed *d = container_of(to_delayed_work(work),
+						   struct softib_sa_delayed,
+						   dwork);
+
+	/* cleanup took it first and waits for us in cancel_delayed_work_sync */
+	if (!softib_sa_take_delayed(d))
+		return;
+	softib_sa_reply(d->sdev, d->port, d->pkey, &d->resp);
+	kfree(d);
+}
+
+/*
+ * Hold an answer back for sa_delay_ms; false if it must go at once (no
+ * delay set, no memory, or SOFTIB_SA_DELAYED_MAX answers already wait).
+ */
+static bool softib_sa_delay(struct softib_dev *sdev, struct softib_port *port,
+			    u16 pkey, const struct ib_sa_mad *resp)
+{
+	u32 ms = READ_ONCE(sdev->sa_delay_ms);
+	struct softib_sa_delayed *d;
+
+	if (!ms || READ_ONCE(sdev->n_sa_delayed) >= SOFTIB_SA_DELAYED_MAX)
+		return false;
+	d = kmalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return false;
+	INIT_DELAYED_WORK(&d->dwork, softib_sa_delayed_work);
+	d->sdev = sdev;
+	d->port = port;
+	d->pkey = pkey;
+	d->resp = *resp;
+	spin_lock(&sdev->sa_delay_lock);
+	list_add_tail(&d->list, &sdev->sa_delayed);
+	sdev->n_sa_delayed++;
+	/* queued under the lock: cleanup cannot see it without its work */
+	queue_delayed_work(sdev->wq, &d->dwork, msecs_to_jiffies(ms));
+	spin_unlock(&sdev->sa_delay_lock);
+	atomic64_inc(&sdev->sa_replies_delayed);
+	return true;
+}
+
+/* Drop the answers still held back: before the ports go. */
+void softib_sa_drop_delayed(struct softib_dev *sdev)
+{
+	struct softib_sa_delayed *d;
+
+	WRITE_ONCE(sdev->sa_delay_ms, 0);
+	for (;;) {
+		spin_lock(&sdev->sa_delay_lock);
+		d = list_first_entry_or_null(&sdev->sa_delayed,
+					     struct softib_sa_delayed, list);
+		if (d) {
+			list_del_init(&d->list);
+			sdev->n_sa_delayed--;
+		}
+		spin_unlock(&sdev->sa_delay_lock);
+		if (!d)
+			break;
+		cancel_delayed_work_sync(&d->dwork);
+		kfree(d);
+	}
+}
+
 /* A GSI datagram addressed to (SM LID, QP1). */
 void softib_sa_recv(const struct softib_pkt *pkt)
 {
@@ -544,7 +638,8 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	sge.addr = (uintptr_t)req;
 	sge.length = sizeof(*req);
 	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
-	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX)
+	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
+	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
 		softib_sa_reply(sdev, pkt->sport, pkt->pkey, resp);
 	kfree(req);
 }
@@ -560,6 +655,10 @@ void softib_sa_init(struct softib_dev *sdev)
 	ida_init(&sdev->mlids);
 	sdev->sa_groups = 0;
 	sdev->sa_max_groups = softib_sa_max_groups;
+	spin_lock_init(&sdev->sa_delay_lock);
+	INIT_LIST_HEAD(&sdev->sa_delayed);
+	sdev->n_sa_delayed = 0;
+	sdev->sa_delay_ms = 0;
 }
 
 void softib_sa_cleanup(struct softib_dev *sdev)

@@ -51,6 +51,9 @@
 #define SOFTIB_MLID_FIRST	(SOFTIB_MLID_BASE + 1)
 #define SOFTIB_MLID_LAST	(SOFTIB_LID_PERMISSIVE - 1)
 #define SOFTIB_SA_GROUPS_DEFAULT	4096
+/* fault/sa_delay_ms: answers held back at most; beyond, they go at once */
+#define SOFTIB_SA_DELAYED_MAX		1024
+#define SOFTIB_SA_DELAY_MAX_MS		60000
 #define SOFTIB_LID_PERMISSIVE	0xffff
 #define SOFTIB_GRH_NEXT_HDR	0x1b	/* IBA: next header after a GRH is a BTH */
 
@@ -114,6 +117,12 @@ struct softib_dev {
 	atomic64_t sa_groups_refused;	/* joins refused at the cap */
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
+	/* fault/sa_delay_ms: SA answers held back this long (0: at once) */
+	u32 sa_delay_ms;
+	spinlock_t sa_delay_lock;	/* sa_delayed, n_sa_delayed */
+	struct list_head sa_delayed;	/* answers held back (sa.c) */
+	u32 n_sa_delayed;
+	atomic64_t sa_replies_delayed;
 	/* completions removed from CQs because their QP was destroyed */
 	atomic64_t purged_cqes;
 	/* wr_id bookkeeping errors seen with debug_wrid=1 */
@@ -454,6 +463,7 @@ u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 			   u8 method, const union ib_gid *mgid, u8 join,
 			   u16 *status);
 void softib_sa_cleanup(struct softib_dev *sdev);
+void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 				       const union ib_gid *gid);
