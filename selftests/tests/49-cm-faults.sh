@@ -26,7 +26,11 @@
 #   QP; datagram and then connected mode (a new QP) carry pings again.
 #   This is the only way into either driver's teardown timeout path (a
 #   use-after-free and skb leaks were fixed there; the debug kernel's
-#   KASAN and kmemleak check it).
+#   KASAN and kmemleak check it). Before that, a client reregistration
+#   on port 1 ends the connection in ours (it forgets its paths; in-tree
+#   only marks them invalid): an rtnl operation must return while the
+#   stalled QP is still waiting out its timeout (the flush used to tear
+#   connections down under rtnl, holding it for the whole 5 s).
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -47,7 +51,7 @@ wrid_errors() {
 	awk '$1 == "wrid_errors" { print $2 }' "$SOFTIB_DBG/stats"
 }
 
-ktap_header 9
+ktap_header 11
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -81,7 +85,7 @@ fi
 
 if [[ $IPOIB == ours ]]; then
 	RET=0
-	cmf=$(dirname "$(grep -lx ib1 /sys/kernel/debug/ipoib/*/name | head -1)")/cm
+	cmf=$(ipoib_dbg_dir ib1)/cm
 	# the next SRQ post is NAPI giving back the buffer of a receive
 	echo 1 >"$SOFTIB_DBG/fault/fail_post_srq"
 	ip netns exec "$A" ping -c 4 -i 0.3 -W 2 192.0.2.2 >/dev/null
@@ -155,6 +159,33 @@ ip netns exec "$A" ping -c 3 -i 0.3 -W 1 192.0.2.2 >/dev/null
 check_fail $? "pings answered through a stalled send queue"
 mark="49-cm-faults: stalled ($IPOIB, $$)"
 echo "$mark" >/dev/kmsg
+log_test "a connection whose sends never complete"
+
+# M1: an SM event must not hold rtnl while the connections it ends drain
+RET=0
+echo client_reregister >"$SOFTIB_DBG/ports/1/event"
+check_err $? "client_reregister on port 1"
+if [[ $IPOIB == ours ]]; then
+	# ours forgets its paths (and so its connections) on reregistration
+	slowwait_eq 10 0 sh -c "grep -vc '^#' $(ipoib_dbg_dir ib0)/path"
+	check_err $? "ib0 kept its paths after client_reregister"
+else
+	# in-tree's light flush only marks paths invalid; its QP stays
+	sleep 1
+fi
+# rtnl is free while the stalled QP waits out the 5 s teardown timeout
+t0=$EPOCHREALTIME
+ip -n "$A" link set lo mtu 65535
+check_err $? "an rtnl operation in A"
+ktap_diag "an rtnl operation took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s after client_reregister"
+left=$(rc_qpns 1)
+for q in $qpns; do
+	grep -qx "$q" <<<"$left"
+	check_err $? "stalled QPN $q was gone before an rtnl operation returned: the flush held rtnl through the teardown"
+done
+log_test "client_reregister: rtnl is free while a stalled connection drains"
+
+RET=0
 ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
 check_err $? "ib0 to datagram mode"
 slowwait 20 sh -c "! rdma res show qp link softib0/1 | grep -q 'type RC'" >/dev/null
