@@ -10,8 +10,8 @@
  *                 no error completion and nothing the consumer asked for.
  *  stall_sends    (write a QPN) the QP's send queue hangs: nothing posted
  *                 to it is sent, completed or flushed, in any state, until
- *                 the QP is destroyed (which discards it, as RESET does).
- *                 For consumers' teardown timeouts.
+ *                 the QP is reset or destroyed (which discard it). For
+ *                 consumers' teardown timeouts and transmit watchdogs.
  *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
  *                 with -ENOMEM, once, as on an SRQ that is full; reads
  *                 how many calls are left (0: disarmed).

@@ -640,7 +640,12 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->state = new;
 		switch (new) {
 		case IB_QPS_RESET:
-			/* back to a fresh QP: WRs are discarded, not completed */
+			/*
+			 * back to a fresh QP: WRs are discarded, not
+			 * completed, and a stall (fault/stall_sends) ends, as
+			 * a reset recovers a hung queue on an HCA
+			 */
+			WRITE_ONCE(qp->sends_stalled, false);
 			qp->sq.tail = qp->sq.head;
 			qp->rq.tail = qp->rq.head;
 			softib_wrids_clear(&qp->sq);
