@@ -157,6 +157,7 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "napi_max_polled %d\n", READ_ONCE(priv->napi_max_polled));
 	seq_printf(m, "napi_poll_cap %d\n", priv->napi.weight);
 	seq_printf(m, "cm_rnr_fallbacks %llu\n", READ_ONCE(priv->cm_rnr_fallbacks));
+	seq_printf(m, "tx_timeouts %llu\n", READ_ONCE(priv->tx_timeouts));
 	spin_unlock_irq(&priv->lock);
 	return 0;
 }

@@ -82,6 +82,9 @@ struct ipoib_header {
 #define IPOIB_EV_FLUSH		0	/* paths may be stale: forget them */
 #define IPOIB_EV_PKEY		1	/* the P_Key table changed */
 #define IPOIB_EV_RESTART	2	/* port/LID/GID changed: start over */
+#define IPOIB_EV_TX_TIMEOUT	3	/* this interface's sends stalled */
+/* the watchdog: a stopped queue with no send for this long is stalled */
+#define IPOIB_TX_TIMEOUT	(5 * HZ)
 
 /* Why an interface has no carrier; read back as sysfs carrier_reason. */
 enum ipoib_carrier_reason {
@@ -264,6 +267,7 @@ struct ipoib_dev_priv {
 	unsigned int global_tail;	/* NAPI */
 	int napi_max_polled;		/* most completions in one poll */
 	u64 cm_rnr_fallbacks;		/* NAPI: RNR_RETRY_EXC, UD for a while */
+	u64 tx_timeouts;		/* dev_watchdog: datapath restarted */
 
 	/* connected mode (cm.c); the lists are under lock */
 	bool cm_mode;			/* admin: connected */

@@ -217,11 +217,13 @@ static void ipoib_restart(struct ipoib_dev_priv *priv, unsigned long events)
 	ASSERT_RTNL();
 	if (!netif_running(priv->dev))
 		return;
-	ipoib_dbg(priv, "IB event:%s%s%s\n",
+	ipoib_dbg(priv, "IB event:%s%s%s%s\n",
 		  events & BIT(IPOIB_EV_RESTART) ? " port/LID/GID change" : "",
 		  events & BIT(IPOIB_EV_PKEY) ? " P_Key table change" : "",
-		  events & BIT(IPOIB_EV_FLUSH) ? " SM change/reregister" : "");
-	if (!(events & BIT(IPOIB_EV_RESTART)) && priv->transport_up) {
+		  events & BIT(IPOIB_EV_FLUSH) ? " SM change/reregister" : "",
+		  events & BIT(IPOIB_EV_TX_TIMEOUT) ? " transmit timeout" : "");
+	if (!(events & (BIT(IPOIB_EV_RESTART) | BIT(IPOIB_EV_TX_TIMEOUT))) &&
+	    priv->transport_up) {
 		if (events & BIT(IPOIB_EV_PKEY)) {
 			u16 pkey = 0;
 
@@ -251,9 +253,30 @@ static void ipoib_restart_work(struct work_struct *work)
 
 	rtnl_lock();
 	ipoib_restart(priv, events);
-	list_for_each_entry(child, &priv->children, child_node)
-		ipoib_restart(child, events);
+	/* a transmit timeout is this interface's own */
+	events &= ~BIT(IPOIB_EV_TX_TIMEOUT);
+	if (events)
+		list_for_each_entry(child, &priv->children, child_node)
+			ipoib_restart(child, events);
 	rtnl_unlock();
+}
+
+/*
+ * dev_watchdog: the queue has been stopped for IPOIB_TX_TIMEOUT with no
+ * send, so the HCA completes none of ours (a send queue that hangs). Only
+ * a new datapath helps: restart the interface, as a port event does; its
+ * teardown gives up on the sends after 5 s and resets the QP. Softirq.
+ */
+static void ipoib_tx_timeout(struct net_device *dev, unsigned int txqueue)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	netdev_warn(dev, "no send completed for %u ms with %u in flight: restarting the interface\n",
+		    jiffies_to_msecs(IPOIB_TX_TIMEOUT),
+		    READ_ONCE(priv->global_head) - READ_ONCE(priv->global_tail));
+	WRITE_ONCE(priv->tx_timeouts, priv->tx_timeouts + 1);
+	set_bit(IPOIB_EV_TX_TIMEOUT, &priv->pending_events);
+	queue_work(ipoib_wq, &priv->restart_work);
 }
 
 static netdev_tx_t ipoib_start_xmit(struct sk_buff *skb,
@@ -316,6 +339,7 @@ const struct net_device_ops ipoib_netdev_ops = {
 	.ndo_start_xmit = ipoib_start_xmit,
 	.ndo_change_mtu = ipoib_change_mtu,
 	.ndo_set_rx_mode = ipoib_set_rx_mode,
+	.ndo_tx_timeout = ipoib_tx_timeout,
 };
 
 static int ipoib_hard_header(struct sk_buff *skb, struct net_device *dev,
@@ -636,7 +660,7 @@ void ipoib_setup(struct net_device *dev)
 	netif_keep_dst(dev);
 	dev->min_mtu = IPOIB_MIN_MTU;
 	dev->mtu = IPOIB_UD_MTU(2048);
-	dev->watchdog_timeo = HZ;
+	dev->watchdog_timeo = IPOIB_TX_TIMEOUT;
 	dev->tx_queue_len = ipoib_send_queue_size * 2;
 	dev->sysfs_groups[0] = &ipoib_attr_group;
 }
