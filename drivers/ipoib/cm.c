@@ -1329,7 +1329,7 @@ static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 
 err_drop:
 	buf->skb = NULL;
-	priv->dev->stats.tx_errors++;
+	DEV_STATS_INC(priv->dev, tx_errors);
 	dev_kfree_skb_any(skb);
 }
 
@@ -1525,7 +1525,7 @@ void ipoib_too_big(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 			      htonl(mtu));
 	else if (proto == htons(ETH_P_IPV6))
 		icmpv6_ndo_send(skb, ICMPV6_PKT_TOOBIG, 0, mtu);
-	priv->dev->stats.tx_errors++;
+	DEV_STATS_INC(priv->dev, tx_errors);
 	ipoib_drop(priv, skb);
 }
 

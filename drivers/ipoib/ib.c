@@ -326,7 +326,7 @@ void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 		dev->stats.tx_packets++;
 		dev->stats.tx_bytes += buf->skb->len;
 	} else if (status != IB_WC_WR_FLUSH_ERR) {
-		dev->stats.tx_errors++;
+		DEV_STATS_INC(dev, tx_errors);
 	}
 	napi_consume_skb(buf->skb, 1);
 	buf->skb = NULL;
@@ -460,7 +460,7 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	int ret;
 
 	if (skb->len > priv->max_ib_mtu) {
-		dev->stats.tx_dropped++;
+		DEV_STATS_INC(dev, tx_dropped);
 		dev_kfree_skb_any(skb);
 		return -EMSGSIZE;
 	}
@@ -476,7 +476,7 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	ret = ipoib_map_tx(priv, buf, sge);
 	if (ret < 0) {
 		buf->skb = NULL;
-		dev->stats.tx_errors++;
+		DEV_STATS_INC(dev, tx_errors);
 		dev_kfree_skb_any(skb);
 		return ret;
 	}
@@ -490,7 +490,7 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		buf->skb = NULL;
 		buf->ah = NULL;
 		ipoib_ah_put(ah);
-		dev->stats.tx_errors++;
+		DEV_STATS_INC(dev, tx_errors);
 		dev_kfree_skb_any(skb);
 		return ret;
 	}
@@ -563,9 +563,13 @@ void ipoib_unmap_tx(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf)
 				  DMA_TO_DEVICE);
 }
 
+/*
+ * tx_dropped and tx_errors are counted from xmit, NAPI and work items, so
+ * atomically (DEV_STATS_INC); the other counters only from NAPI.
+ */
 void ipoib_drop(struct ipoib_dev_priv *priv, struct sk_buff *skb)
 {
-	priv->dev->stats.tx_dropped++;
+	DEV_STATS_INC(priv->dev, tx_dropped);
 	dev_kfree_skb_any(skb);
 }
 

@@ -286,7 +286,7 @@ static netdev_tx_t ipoib_start_xmit(struct sk_buff *skb,
 	u8 daddr[INFINIBAND_ALEN];
 
 	if (skb->len < IPOIB_HARD_LEN) {
-		dev->stats.tx_dropped++;
+		DEV_STATS_INC(dev, tx_dropped);
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
