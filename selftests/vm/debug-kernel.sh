@@ -13,8 +13,7 @@
 # (merge_config.sh); every option the fragment sets is checked to have
 # survived olddefconfig. The build tree is $DK/<key>/, where <key> hashes
 # the fragment and the package version: a change of either builds a new
-# tree, starting from a copy of the old one (which is removed once the
-# new one is done); otherwise the
+# tree (the old one is removed once the new one is done); otherwise the
 # cached build is used at once. The image and the installed modules go to
 # $CACHE/kernels/<abi>/, the layout run-guest.sh boots, and
 # $CACHE/kernels/debug.abi names it (kernels.sh abi debug).
@@ -95,26 +94,6 @@ install_kernel() {
 	mv "$tmp" "$dst"
 }
 
-# seed_tree OBJ SRC: start OBJ as a copy of the newest finished build of
-# the same source, if there is one: kbuild then rebuilds only what the
-# changed options reach (minutes for one option; a whole build takes
-# 12 min on an idle machine, much longer beside guests). A copy that
-# fails is removed: the build starts from nothing then.
-seed_tree() {
-	local obj=$1 src=$2 d best=
-
-	for d in "$DK"/*/; do
-		d=${d%/}
-		[[ -e $d/.done && $(readlink -f "$d/source" 2>/dev/null) == "$(readlink -f "$src")" ]] ||
-			continue
-		[[ -z $best || $d -nt $best ]] && best=$d
-	done
-	[[ -n $best && ! -e $obj ]] || return 0
-	echo "debug-kernel: starting from a copy of $best" >&2
-	cp -a "$best" "$obj.tmp" && rm -f "$obj.tmp/.done" "$obj.tmp/.abi" &&
-		mv "$obj.tmp" "$obj" || rm -rf "$obj.tmp"
-}
-
 build() {
 	local ver k obj src abi t0 t1 d
 
@@ -144,9 +123,8 @@ build() {
 	unpack "$ver"
 	echo "debug-kernel: building $PKG $ver with $(basename "$FRAGMENT")" \
 	     "(key $k) in $obj; log: $obj/build.log" >&2
-	t0=$(date +%s)
-	seed_tree "$obj" "$src"
 	mkdir -p "$obj"
+	t0=$(date +%s)
 	{
 		make -C "$src" O="$obj" defconfig &&
 		"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" \
