@@ -28,8 +28,11 @@ require_cmd ping
 
 # under the 1 s timeout of both drivers' path queries (joins allow 3 s)
 SLOW=600
-# over it: a query still in flight at the teardown has not timed out
-DELAY=1500
+# over it, so that the answer is still held back when a teardown returns
+# (a debug kernel, TIMEOUT_SCALE=4 or more, tears down several times
+# slower)
+DELAY=$((1500 * ${TIMEOUT_SCALE:-1}))
+((DELAY > 60000)) && DELAY=60000
 ROUNDS=4
 [[ $LONG == 1 ]] && ROUNDS=30
 BOTH="Default=0x7fff, ipoib : ALL=full;"
