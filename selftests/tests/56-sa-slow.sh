@@ -81,10 +81,10 @@ up_in_b() {
 	if [[ $1 == child ]]; then
 		ip -n "$B" link set ib1 up &&
 			ipoib_child "$B" ib1 8001 198.51.100.2/24 &&
-			slowwait 20 ipoib_lower_up "$B" ib1.8001 >/dev/null
+			slowwait $((DELAY / 1000 + 20)) ipoib_lower_up "$B" ib1.8001 >/dev/null
 	else
 		ip -n "$B" link set ib1 down && ip -n "$B" link set ib1 up &&
-			slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null
+			slowwait $((DELAY / 1000 + 20)) ipoib_lower_up "$B" ib1 >/dev/null
 	fi &&
 		# the multicast joins after carrier (all-hosts, IPv6) are answered
 		slowwait_eq $((DELAY / 1000 + 5)) 0 sa_stat sa_replies_waiting
