@@ -7,7 +7,8 @@
 #   make check                full suite on Debian's 6.1 and 6.12 kernels in QEMU
 #   make check KSER=6.12      one kernel series only; TESTS="a b" runs a subset
 #   make check-debug          the suite on a KASAN/kmemleak/lockdep kernel built
-#                             from Debian's linux-source-6.1 (cached; not in check)
+#                             from Debian's linux-source-6.1 (cached; not in check);
+#                             GUESTS=2 shares it between two guests
 #   make shell KSER=6.12      interactive guest shell with the modules built
 #   make style | sparse       checkpatch / sparse (C=2, endian checks)
 #   make install | dkms-install | dkms-uninstall

@@ -8,7 +8,8 @@
 # ("a b", names without .sh) selects a subset, env DRIVERS ("ours",
 # "intree" or both, the default) the IPoIB drivers of "both" tests, and
 # env REPEAT=N runs the whole list N times in a row (soak a flaky test in
-# one boot). Env LONG=1 is passed on to the tests (their long forms).
+# one boot), env PART=K/N only the Kth of N shares of the runs (below).
+# Env LONG=1 is passed on to the tests (their long forms).
 # Header lines in a test:
 #   # ipoib: both|ours|intree|none   IPoIB drivers it runs with ("both"
 #                                    runs it twice, IPOIB=ours and intree)
@@ -84,6 +85,20 @@ once=("${runs[@]}")
 for ((i = 1; i < REPEAT; i++)); do
 	runs+=("${once[@]}")
 done
+# env PART=K/N: every Nth run from the Kth only (run.sh GUESTS=N shares one
+# kernel's runs among N guests; round robin over the name order)
+if [[ -n ${PART:-} ]]; then
+	if [[ ! $PART =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] ||
+	   ((BASH_REMATCH[1] > BASH_REMATCH[2])); then
+		echo "guest-suite.sh: PART='$PART': want K/N with 1 <= K <= N" >&2
+		exit 1
+	fi
+	part=()
+	for ((i = BASH_REMATCH[1] - 1; i < ${#runs[@]}; i += BASH_REMATCH[2])); do
+		part+=("${runs[i]}")
+	done
+	runs=("${part[@]}")
+fi
 
 # --total-timeout: print the sum of all run timeouts (for the guest's timeout).
 if ((list_only)); then

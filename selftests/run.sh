@@ -11,7 +11,8 @@
 # Per kernel ABI: a shadow source tree in .build/<abi>/ (symlinks, so the
 # work tree stays clean and both kernels build side by side), the modules
 # collected in .build/<abi>/ko/, and the guest's output, dmesg and console
-# log in .build/<abi>/results/. Env TESTS="a b" runs a subset.
+# log in .build/<abi>/results/ (results-K/ for guest K of GUESTS=N). Env
+# TESTS="a b" runs a subset.
 # SERIES "debug" is the debug kernel of make check-debug (kernels.sh):
 # the modules build against its build tree. Env TIMEOUT_SCALE=N multiplies
 # every timeout (that kernel is several times slower under TCG), env
@@ -26,6 +27,10 @@ VM=$ROOT/selftests/vm
 cd "$ROOT"
 export TESTS=${TESTS:-} DRIVERS=${DRIVERS:-ours intree} REPEAT=${REPEAT:-1} LONG=${LONG:-0}
 export TIMEOUT_SCALE=${TIMEOUT_SCALE:-1}
+# GUESTS=N: N guests per kernel share its runs (guest-suite.sh PART=K/N),
+# for the debug kernel, whose suite takes hours in one guest
+GUESTS=${GUESTS:-1}
+[[ $GUESTS =~ ^[1-9]$ ]] || { echo "run.sh: GUESTS='$GUESTS': want 1-9" >&2; exit 1; }
 [[ $TIMEOUT_SCALE =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "run.sh: TIMEOUT_SCALE='$TIMEOUT_SCALE' is not a whole factor" >&2; exit 1; }
 
@@ -135,30 +140,45 @@ run_series() {
 	fi
 	echo "# kernel $abi: built $(cd "$b/ko" && echo *.ko) in $((SECONDS - start))s"
 
-	echo "# kernel $abi: booting a QEMU guest (TCG, 2 vCPUs)"
-	rc=0
-	"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" --results "$b/results" \
-		-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
-		DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
-		TIMEOUT_SCALE="$TIMEOUT_SCALE" \
-		"$guest_cmd" || rc=$?
-
-	out=$b/results/output
-	[[ -e $out ]] || : >"$out"
-	p=$(grep -cE '^ok ' "$out" || true)
-	s=$(grep -cE '^ok .*# SKIP' "$out" || true)
-	f=$(grep -cE '^not ok ' "$out" || true)
-	echo "# kernel $abi: $((p - s)) passed, $f failed, $s skipped"
-	case $rc in
-	0) ;;
-	1) ((f)) || { echo "not ok - $abi: suite failed without a failed test"; fail=1; } ;;
-	2) echo "not ok - $abi: guest died without a status (see $b/results/console.log)"; fail=1 ;;
-	3) echo "not ok - $abi: kernel reported a problem (see $b/results/dmesg)"; fail=1 ;;
-	124) echo "not ok - $abi: guest timed out after ${timeout}s"; fail=1 ;;
-	*) echo "not ok - $abi: guest exit status $rc"; fail=1 ;;
-	esac
+	local k n=$GUESTS res pt=0 st=0 ft=0
+	for ((k = 1; k <= n; k++)); do
+		res=$b/results
+		((n == 1)) || res=$b/results-$k
+		echo "# kernel $abi: booting a QEMU guest (TCG, 2 vCPUs)${res#"$b/results"}"
+		(
+			rc=0
+			"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" --results "$res" \
+				-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
+				DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
+				TIMEOUT_SCALE="$TIMEOUT_SCALE" PART="$k/$n" \
+				"$guest_cmd" || rc=$?
+			echo "$rc" >"$res.rc"
+		) &
+	done
+	wait
+	for ((k = 1; k <= n; k++)); do
+		res=$b/results
+		((n == 1)) || res=$b/results-$k
+		rc=$(cat "$res.rc" 2>/dev/null || echo 2)
+		out=$res/output
+		[[ -e $out ]] || : >"$out"
+		((n == 1)) || sed "s/^/# part $k\/$n: /" "$out"
+		p=$(grep -cE '^ok ' "$out" || true)
+		s=$(grep -cE '^ok .*# SKIP' "$out" || true)
+		f=$(grep -cE '^not ok ' "$out" || true)
+		case $rc in
+		0) ;;
+		1) ((f)) || { echo "not ok - $abi: suite failed without a failed test"; fail=$((fail + 1)); } ;;
+		2) echo "not ok - $abi: guest died without a status (see $res/console.log)"; fail=$((fail + 1)) ;;
+		3) echo "not ok - $abi: kernel reported a problem (see $res/dmesg)"; fail=$((fail + 1)) ;;
+		124) echo "not ok - $abi: guest timed out after ${timeout}s"; fail=$((fail + 1)) ;;
+		*) echo "not ok - $abi: guest exit status $rc"; fail=$((fail + 1)) ;;
+		esac
+		pt=$((pt + p - s)) st=$((st + s)) ft=$((ft + f))
+	done
+	echo "# kernel $abi: $pt passed, $ft failed, $st skipped"
 	echo "# kernel $abi: $((SECONDS - start))s"
-	echo "# counts $((p - s)) $((f + fail)) $s"
+	echo "# counts $pt $((ft + fail)) $st"
 }
 
 # host_tests: the tests of selftests/host/ (the runner's own parts, such
