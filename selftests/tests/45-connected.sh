@@ -44,7 +44,8 @@ log_test "mode connected and MTU 65520 on both ends"
 
 RET=0
 for size in 56 1400 9000 65000; do
-	ip netns exec "$A" ping -c 2 -W 3 -s $size 192.0.2.2 >/dev/null
+	# the first waits for the connection (seconds on a debug kernel)
+	ip netns exec "$A" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) -s $size 192.0.2.2 >/dev/null
 	check_err $? "ping -s $size failed"
 done
 log_test "ping 56/1400/9000/65000 bytes"
@@ -88,9 +89,9 @@ mtu=$(ip -n "$B" -o link show ib1 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
 [[ $mtu == 2044 ]]
 check_err $? "ib1 MTU $mtu after switching to datagram"
 for size in 56 1400; do
-	ip netns exec "$A" ping -c 2 -W 3 -s $size 192.0.2.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) -s $size 192.0.2.2 >/dev/null
 	check_err $? "connected -> datagram ping -s $size"
-	ip netns exec "$B" ping -c 2 -W 3 -s $size 192.0.2.1 >/dev/null
+	ip netns exec "$B" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) -s $size 192.0.2.1 >/dev/null
 	check_err $? "datagram -> connected ping -s $size"
 done
 mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
