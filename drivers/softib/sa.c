@@ -590,6 +590,12 @@ static bool softib_sa_delay(struct softib_dev *sdev, struct softib_port *port,
 	d->pkey = pkey;
 	d->resp = *resp;
 	spin_lock(&sdev->sa_delay_lock);
+	/* softib_sa_drop_delayed() zeroed it under the lock: the device goes */
+	if (!sdev->sa_delay_ms) {
+		spin_unlock(&sdev->sa_delay_lock);
+		kfree(d);
+		return false;
+	}
 	list_add_tail(&d->list, &sdev->sa_delayed);
 	sdev->n_sa_delayed++;
 	/* queued under the lock: cleanup cannot see it without its work */
@@ -604,7 +610,10 @@ void softib_sa_drop_delayed(struct softib_dev *sdev)
 {
 	struct softib_sa_delayed *d;
 
+	/* no answer is held back after this (softib_sa_delay checks it) */
+	spin_lock(&sdev->sa_delay_lock);
 	WRITE_ONCE(sdev->sa_delay_ms, 0);
+	spin_unlock(&sdev->sa_delay_lock);
 	for (;;) {
 		spin_lock(&sdev->sa_delay_lock);
 		d = list_first_entry_or_null(&sdev->sa_delayed,
