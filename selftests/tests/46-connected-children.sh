@@ -83,6 +83,8 @@ log_test "every pair carries 9000-byte pings; pair 1 also 56/1400/65000"
 # and traffic connects it again)
 rc_rts() { rdma res show qp link softib0/1 | grep -c 'type RC state RTS'; }
 all_connected() {
+	local i
+
 	(($(rc_rts) >= 2 * N)) && return 0
 	for i in $(seq 1 $N); do
 		ip netns exec "$A" ping -c 1 -W 1 -s 9000 "10.$i.0.2" >/dev/null
