@@ -15,6 +15,7 @@
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #include <linux/sched.h>
+#include <net/checksum.h>
 #include <rdma/ib_pack.h>
 
 #include "softib.h"
@@ -108,6 +109,49 @@ void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 	}
 }
 
+/*
+ * softib_copy_sg(), also returning the checksum (csum_partial()) of the
+ * message bytes [from, from + clen), summed chunk by chunk right after
+ * each chunk is copied, while it is still in the cache.
+ */
+__wsum softib_copy_sg_csum(const struct ib_sge *dst, u32 ndst, u32 off,
+			   const struct ib_sge *src, u32 nsrc, u32 len,
+			   u32 from, u32 clen)
+{
+	u32 di = 0, si = 0, soff = 0, pos = 0, end = from + clen;
+	__wsum sum = 0;
+
+	while (di < ndst && off >= dst[di].length)
+		off -= dst[di++].length;
+	while (len && di < ndst && si < nsrc) {
+		u32 n = min3(dst[di].length - off, src[si].length - soff, len);
+		void *d = softib_sge_va(&dst[di]) + off;
+
+		/* a chunk is summed whole or not at all */
+		if (pos < from && pos + n > from)
+			n = from - pos;
+		else if (pos >= from && pos < end && pos + n > end)
+			n = end - pos;
+		memcpy(d, softib_sge_va(&src[si]) + soff, n);
+		if (pos >= from && pos < end)
+			sum = csum_block_add(sum, csum_partial(d, n, 0),
+					     pos - from);
+		len -= n;
+		off += n;
+		soff += n;
+		pos += n;
+		if (off == dst[di].length) {
+			di++;
+			off = 0;
+		}
+		if (soff == src[si].length) {
+			si++;
+			soff = 0;
+		}
+	}
+	return sum;
+}
+
 static void softib_write_grh(const struct softib_pkt *pkt,
 			     const struct ib_sge *dst, u32 ndst)
 {
@@ -181,9 +225,12 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 {
 	const struct softib_swqe *wqe = pkt->wqe;
 	struct softib_rwqe *rwqe;
+	struct softib_csum cs;
 	struct ib_wc wc = {};
 	u32 space = 0;
 	int ret = 0;
+	bool fill;
+	__wsum sum;
 	u32 i;
 
 	lockdep_assert_held(&rq->lock);
@@ -208,8 +255,26 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 			softib_write_grh(pkt, rwqe->sge, rwqe->num_sge);
 			wc.wc_flags |= IB_WC_GRH;
 		}
-		softib_copy_sg(rwqe->sge, rwqe->num_sge, hdr,
-			       wqe->sge, wqe->num_sge, wqe->length);
+		if (hdr && softib_offloads && dqp->ibqp.qp_type == IB_QPT_UD &&
+		    softib_csum_parse(wqe->sge, wqe->num_sge, wqe->length,
+				      &cs)) {
+			/* TCP/UDP in IPoIB: checksum it on the way in */
+			sum = softib_copy_sg_csum(rwqe->sge, rwqe->num_sge, hdr,
+						  wqe->sge, wqe->num_sge,
+						  wqe->length, cs.l4off,
+						  cs.l4len);
+			fill = wqe->send_flags & IB_SEND_IP_CSUM;
+			if (fill || softib_csum_ip_ok(&cs, wqe->sge,
+						      wqe->num_sge))
+				wc.wc_flags |= softib_csum_finish(&cs,
+								  rwqe->sge,
+								  rwqe->num_sge,
+								  hdr, sum,
+								  fill);
+		} else {
+			softib_copy_sg(rwqe->sge, rwqe->num_sge, hdr,
+				       wqe->sge, wqe->num_sge, wqe->length);
+		}
 		wc.status = IB_WC_SUCCESS;
 		wc.byte_len = hdr + wqe->length;
 		wc.src_qp = pkt->src_qpn;
@@ -386,9 +451,9 @@ static struct softib_port *softib_pkt_init(struct softib_pkt *pkt,
 	return sport;
 }
 
-/* Put one send WQE on the wire; returns the sender's completion status. */
-static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
-					const struct softib_swqe *wqe)
+/* Put one UD message on the wire; returns the sender's completion status. */
+static enum ib_wc_status softib_send_ud_one(struct softib_qp *qp,
+					    const struct softib_swqe *wqe)
 {
 	struct softib_pkt pkt;
 	struct softib_port *sport = softib_pkt_init(&pkt, qp, wqe);
@@ -422,6 +487,15 @@ static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
 	atomic64_add(wqe->length, &sport->cnt.xmit_bytes);
 	softib_route_pkt(&pkt);
 	return IB_WC_SUCCESS;
+}
+
+/* An LSO WQE goes out as one message per segment (offload.c). */
+static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
+					const struct softib_swqe *wqe)
+{
+	if (wqe->opcode == IB_WR_LSO)
+		return softib_lso_send(qp, wqe, softib_send_ud_one);
+	return softib_send_ud_one(qp, wqe);
 }
 
 /* IBA RNR NAK timer codes (table 45), in microseconds */

@@ -16,14 +16,27 @@
  *  ud_to_rc  A UD datagram with Q_Key 0 addressed to an RC QP that has a
  *         receive posted: an RC QP takes no datagrams, so it must be
  *         dropped (drop_no_qp) and no receive completion appear.
+ *  offload (offloads=1; passes at once without) An LSO send of 3000
+ *         bytes, MSS 1000, from two odd gather entries into receive
+ *         buffers that split the IP header: 3 datagrams with their own
+ *         IPv4 length, ID and checksum, TCP sequence, FIN/PSH on the last
+ *         only, CWR on the first only, good TCP checksums, the payload
+ *         in order, IB_WC_IP_CSUM_OK, and the sender's buffers untouched.
+ *         Then UDP of an odd length: a good checksum is reported OK, one
+ *         asked for (IB_SEND_IP_CSUM, garbage in the field) is filled in
+ *         and OK, a corrupted datagram arrives unflagged and unchanged.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/ip.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <net/checksum.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_sa.h>
 
@@ -342,6 +355,334 @@ out:
 	return ret;
 }
 
+/* ---- offload: LSO and checksums (offload.c) ---- */
+
+#define SOFTIB_ST_NRECV		8
+#define SOFTIB_ST_HEAD		54	/* GRH 40 + 14: splits the IP header */
+#define SOFTIB_ST_TAIL		4096
+#define SOFTIB_ST_PAYLOAD	3000
+#define SOFTIB_ST_MSS		1000
+
+struct softib_st_off {
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *tx, *rx;
+	struct ib_ah *ah;
+	u8 *rbuf;		/* SOFTIB_ST_NRECV x (HEAD + TAIL) */
+	u8 *frame;		/* a received frame, linear, without the GRH */
+	u8 *pay;		/* the sender's payload */
+	u8 *hdr;		/* the sender's header */
+};
+
+static int softib_st_off_post_recvs(struct softib_st_off *t)
+{
+	struct ib_sge sge[2];
+	struct ib_recv_wr wr = { .sg_list = sge, .num_sge = 2 };
+	int i, ret = 0;
+
+	for (i = 0; i < SOFTIB_ST_NRECV && !ret; i++) {
+		u8 *b = t->rbuf + i * (SOFTIB_ST_HEAD + SOFTIB_ST_TAIL);
+
+		sge[0] = (struct ib_sge) { (uintptr_t)b, SOFTIB_ST_HEAD,
+					   t->pd->local_dma_lkey };
+		sge[1] = (struct ib_sge) { (uintptr_t)b + SOFTIB_ST_HEAD,
+					   SOFTIB_ST_TAIL,
+					   t->pd->local_dma_lkey };
+		wr.wr_id = i;
+		ret = ib_post_recv(t->rx, &wr, NULL);
+	}
+	return ret;
+}
+
+/* Wait for "want" receives; copy each frame out; returns how many came. */
+static int softib_st_off_recv(struct softib_st_off *t, struct ib_wc *wc,
+			      int want)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(500);
+	struct ib_wc w;
+	int n = 0;
+
+	while (n < want && time_before(jiffies, end)) {
+		if (ib_poll_cq(t->cq, 1, &w) != 1) {
+			usleep_range(500, 1000);
+			continue;
+		}
+		if (!(w.opcode & IB_WC_RECV))
+			continue;
+		wc[n++] = w;
+	}
+	return n;
+}
+
+/* The frame (without GRH space) of receive completion "wc", linear. */
+static u32 softib_st_off_frame(struct softib_st_off *t, const struct ib_wc *wc)
+{
+	u8 *b = t->rbuf + wc->wr_id * (SOFTIB_ST_HEAD + SOFTIB_ST_TAIL);
+	u32 len = wc->byte_len - IB_GRH_BYTES;
+
+	memcpy(t->frame, b + IB_GRH_BYTES, SOFTIB_ST_HEAD - IB_GRH_BYTES);
+	memcpy(t->frame + SOFTIB_ST_HEAD - IB_GRH_BYTES, b + SOFTIB_ST_HEAD,
+	       len - (SOFTIB_ST_HEAD - IB_GRH_BYTES));
+	return len;
+}
+
+static bool softib_st_l4_ok(const u8 *frame, u8 proto)
+{
+	const struct iphdr *ip = (const void *)(frame + 4);
+	u32 l4len = ntohs(ip->tot_len) - ip->ihl * 4;
+	const u8 *l4 = (const u8 *)ip + ip->ihl * 4;
+
+	return !ip_fast_csum(ip, ip->ihl) &&
+	       !csum_tcpudp_magic(ip->saddr, ip->daddr, l4len, proto,
+				  csum_partial(l4, l4len, 0));
+}
+
+static void softib_st_ipv4(u8 *f, u8 proto, u16 l4len)
+{
+	struct iphdr *ip = (void *)(f + 4);
+
+	f[0] = 0x08;	/* IPoIB header: ETH_P_IP, reserved */
+	f[1] = 0x00;
+	f[2] = 0;
+	f[3] = 0;
+	memset(ip, 0, sizeof(*ip));
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tot_len = htons(sizeof(*ip) + l4len);
+	ip->id = htons(0x1234);
+	ip->ttl = 64;
+	ip->protocol = proto;
+	ip->saddr = htonl(0x0a000001);
+	ip->daddr = htonl(0x0a000002);
+	ip->check = ip_fast_csum(ip, ip->ihl);
+}
+
+/* One LSO send of SOFTIB_ST_PAYLOAD bytes in two odd gather entries. */
+static int softib_st_off_lso(struct softib_st_off *t)
+{
+	int nseg = DIV_ROUND_UP(SOFTIB_ST_PAYLOAD, SOFTIB_ST_MSS);
+	struct ib_wc wc[SOFTIB_ST_NRECV];
+	u8 *keep_hdr = t->frame + 8192, *keep_pay = keep_hdr + 64;
+	struct tcphdr *th = (void *)(t->hdr + 24);
+	struct ib_sge sge[2] = {
+		{ (uintptr_t)t->pay, 1001, t->pd->local_dma_lkey },
+		{ (uintptr_t)t->pay + 1001, SOFTIB_ST_PAYLOAD - 1001,
+		  t->pd->local_dma_lkey },
+	};
+	struct ib_ud_wr wr = {
+		.wr = {
+			.wr_id = 0xe0, .sg_list = sge, .num_sge = 2,
+			.opcode = IB_WR_LSO,
+			.send_flags = IB_SEND_SIGNALED | IB_SEND_IP_CSUM,
+		},
+		.ah = t->ah, .remote_qpn = t->rx->qp_num,
+		.remote_qkey = SOFTIB_ST_QKEY,
+		.header = t->hdr, .hlen = 44, .mss = SOFTIB_ST_MSS,
+	};
+	int i, n, ret;
+
+	softib_st_ipv4(t->hdr, IPPROTO_TCP, 20 + SOFTIB_ST_PAYLOAD);
+	memset(th, 0, sizeof(*th));
+	th->source = htons(5001);
+	th->dest = htons(5002);
+	th->seq = htonl(1000);
+	th->doff = 5;
+	th->ack = 1;
+	th->psh = 1;
+	th->fin = 1;
+	th->cwr = 1;
+	th->check = (__force __sum16)htons(0xdead);	/* the stack's partial sum: replaced */
+	for (i = 0; i < SOFTIB_ST_PAYLOAD; i++)
+		t->pay[i] = i * 7 + 3;
+	memcpy(keep_hdr, t->hdr, 44);
+	memcpy(keep_pay, t->pay, SOFTIB_ST_PAYLOAD);
+
+	ret = ib_post_send(t->tx, &wr.wr, NULL);
+	if (ret)
+		return ret;
+	n = softib_st_off_recv(t, wc, nseg);
+	if (n != nseg) {
+		pr_err("selftest offload: LSO of %d bytes, MSS %d: %d datagrams, expected %d\n",
+		       SOFTIB_ST_PAYLOAD, SOFTIB_ST_MSS, n, nseg);
+		return -EIO;
+	}
+	for (i = 0; i < n; i++) {
+		u32 len = softib_st_off_frame(t, &wc[i]);
+		u32 plen = min(SOFTIB_ST_PAYLOAD - i * SOFTIB_ST_MSS,
+			       SOFTIB_ST_MSS);
+		struct iphdr *ip = (void *)(t->frame + 4);
+		struct tcphdr *rth = (void *)(t->frame + 24);
+		bool last = i == n - 1;
+
+		if (wc[i].status != IB_WC_SUCCESS || len != 44 + plen ||
+		    ntohs(ip->tot_len) != 40 + plen ||
+		    ntohs(ip->id) != 0x1234 + i ||
+		    ntohl(rth->seq) != 1000 + i * SOFTIB_ST_MSS ||
+		    rth->fin != last || rth->psh != last || rth->cwr != !i ||
+		    !rth->ack || memcmp(t->frame + 44,
+					keep_pay + i * SOFTIB_ST_MSS, plen)) {
+			pr_err("selftest offload: LSO segment %d: status %d, %u bytes, IP length %u id 0x%x, seq %u, fin %d psh %d cwr %d, payload %s\n",
+			       i, wc[i].status, len, ntohs(ip->tot_len),
+			       ntohs(ip->id), ntohl(rth->seq), rth->fin,
+			       rth->psh, rth->cwr,
+			       memcmp(t->frame + 44, keep_pay + i * SOFTIB_ST_MSS,
+				      plen) ? "differs" : "same");
+			return -EIO;
+		}
+		if (!softib_st_l4_ok(t->frame, IPPROTO_TCP) ||
+		    !(wc[i].wc_flags & IB_WC_IP_CSUM_OK)) {
+			pr_err("selftest offload: LSO segment %d: checksums %s, IP_CSUM_OK %s\n",
+			       i, softib_st_l4_ok(t->frame, IPPROTO_TCP) ?
+			       "good" : "bad",
+			       wc[i].wc_flags & IB_WC_IP_CSUM_OK ? "set" : "not set");
+			return -EIO;
+		}
+	}
+	if (memcmp(keep_hdr, t->hdr, 44) ||
+	    memcmp(keep_pay, t->pay, SOFTIB_ST_PAYLOAD)) {
+		pr_err("selftest offload: LSO wrote into the sender's buffers\n");
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * UDP datagrams: "fill" asks softib for the checksum (garbage in the
+ * field); otherwise the sender's checksum is checked, "corrupt" spoils it.
+ */
+static int softib_st_off_udp(struct softib_st_off *t, bool fill, bool corrupt)
+{
+	struct udphdr *uh = (void *)(t->hdr + 24);
+	struct ib_sge sge = { (uintptr_t)t->hdr, 28 + 101,
+			      t->pd->local_dma_lkey };
+	struct ib_ud_wr wr = {
+		.wr = {
+			.wr_id = 0xe1, .sg_list = &sge, .num_sge = 1,
+			.opcode = IB_WR_SEND,
+			.send_flags = IB_SEND_SIGNALED |
+				      (fill ? IB_SEND_IP_CSUM : 0),
+		},
+		.ah = t->ah, .remote_qpn = t->rx->qp_num,
+		.remote_qkey = SOFTIB_ST_QKEY,
+	};
+	struct ib_wc wc;
+	bool want_ok = !corrupt;
+	int i, ret;
+
+	softib_st_ipv4(t->hdr, IPPROTO_UDP, 8 + 101);
+	uh->source = htons(7);
+	uh->dest = htons(9);
+	uh->len = htons(8 + 101);
+	for (i = 0; i < 101; i++)
+		t->hdr[32 + i] = i ^ 0x5a;	/* odd length */
+	uh->check = 0;
+	uh->check = csum_tcpudp_magic(htonl(0x0a000001), htonl(0x0a000002),
+				      8 + 101, IPPROTO_UDP,
+				      csum_partial(uh, 8 + 101, 0));
+	if (fill)
+		uh->check = (__force __sum16)htons(0xbeef);
+	if (corrupt)
+		t->hdr[40] ^= 0x01;
+	ret = ib_post_send(t->tx, &wr.wr, NULL);
+	if (ret)
+		return ret;
+	if (softib_st_off_recv(t, &wc, 1) != 1) {
+		pr_err("selftest offload: UDP (fill %d, corrupt %d): nothing received\n",
+		       fill, corrupt);
+		return -EIO;
+	}
+	softib_st_off_frame(t, &wc);
+	if (!!(wc.wc_flags & IB_WC_IP_CSUM_OK) != want_ok ||
+	    softib_st_l4_ok(t->frame, IPPROTO_UDP) != want_ok) {
+		pr_err("selftest offload: UDP (fill %d, corrupt %d): IP_CSUM_OK %s, checksum %s\n",
+		       fill, corrupt,
+		       wc.wc_flags & IB_WC_IP_CSUM_OK ? "set" : "not set",
+		       softib_st_l4_ok(t->frame, IPPROTO_UDP) ? "good" : "bad");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int softib_st_offload(struct softib_dev *sdev, struct ib_pd *pd,
+			     struct ib_cq *cq)
+{
+	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
+	struct ib_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = SOFTIB_ST_NRECV,
+			.max_send_sge = 2,
+			.max_recv_sge = 2,
+		},
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = IB_QPT_UD,
+		.create_flags = IB_QP_CREATE_IPOIB_UD_LSO,
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qkey = SOFTIB_ST_QKEY,
+	};
+	struct softib_st_off t = { .pd = pd, .cq = cq };
+	int ret, i;
+
+	if (!softib_offloads)
+		return 0;	/* nothing offered: nothing to test */
+	t.rbuf = kzalloc(SOFTIB_ST_NRECV * (SOFTIB_ST_HEAD + SOFTIB_ST_TAIL),
+			 GFP_KERNEL);
+	t.frame = kzalloc(8192 + 64 + SOFTIB_ST_PAYLOAD, GFP_KERNEL);
+	t.pay = kzalloc(SOFTIB_ST_PAYLOAD, GFP_KERNEL);
+	t.hdr = kzalloc(256, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!t.rbuf || !t.frame || !t.pay || !t.hdr)
+		goto out;
+	for (i = 0; i < 2; i++) {
+		struct ib_qp *qp = ib_create_qp(pd, &init);
+
+		if (IS_ERR(qp)) {
+			ret = PTR_ERR(qp);
+			goto out;
+		}
+		if (i)
+			t.rx = qp;
+		else
+			t.tx = qp;
+		init.create_flags = 0;
+		ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+				   IB_QP_PORT | IB_QP_QKEY);
+		ret = ret ?: softib_st_to_rts(qp);
+		if (ret)
+			goto out;
+	}
+	rdma_ah_set_dlid(&ah_attr, 1);
+	rdma_ah_set_port_num(&ah_attr, 1);
+	t.ah = rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(t.ah)) {
+		ret = PTR_ERR(t.ah);
+		t.ah = NULL;
+		goto out;
+	}
+	ret = softib_st_off_post_recvs(&t);
+	ret = ret ?: softib_st_off_lso(&t);
+	ret = ret ?: softib_st_off_udp(&t, false, false);
+	ret = ret ?: softib_st_off_udp(&t, true, false);
+	ret = ret ?: softib_st_off_udp(&t, false, true);
+out:
+	if (t.ah)
+		rdma_destroy_ah(t.ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (t.rx)
+		ib_destroy_qp(t.rx);
+	if (t.tx)
+		ib_destroy_qp(t.tx);
+	kfree(t.hdr);
+	kfree(t.pay);
+	kfree(t.frame);
+	kfree(t.rbuf);
+	return ret;
+}
+
 #define SOFTIB_ST_SA_NO_RESOURCES	0x0100
 
 static void softib_st_mgid(union ib_gid *mgid, u32 i)
@@ -450,7 +791,7 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 		goto out_log;
 	}
 	if (strcmp(name, "purge") && strcmp(name, "wrid") &&
-	    strcmp(name, "ud_to_rc"))
+	    strcmp(name, "ud_to_rc") && strcmp(name, "offload"))
 		return -EINVAL;
 	pd = ib_alloc_pd(&sdev->ibdev, 0);
 	if (IS_ERR(pd))
@@ -464,6 +805,8 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 		ret = softib_st_purge(sdev, pd, cq);
 	else if (!strcmp(name, "ud_to_rc"))
 		ret = softib_st_ud_to_rc(sdev, pd, cq);
+	else if (!strcmp(name, "offload"))
+		ret = softib_st_offload(sdev, pd, cq);
 	else
 		ret = softib_st_wrid(sdev, pd, cq);
 	ib_destroy_cq(cq);

@@ -184,6 +184,8 @@ struct softib_swqe {
 	u32 remote_qpn;
 	u32 remote_qkey;
 	u16 pkey_index;
+	u16 lso_hlen;		/* IB_WR_LSO: header bytes, after the sges */
+	u32 lso_mss;
 	struct softib_av av;
 	u32 num_sge;
 	struct ib_sge sge[];
@@ -234,6 +236,10 @@ struct softib_qp {
 	struct softib_cq *rcq;
 	bool block_mcast_loopback;
 	bool sends_stalled;	/* fault/stall_sends: the engine sends nothing */
+	/* IB_QP_CREATE_IPOIB_UD_LSO: the engine's segment and header buffers */
+	bool lso;
+	struct softib_swqe *lso_seg;
+	u8 *lso_hdr;
 	/* RC connection, set by modify_qp under sq.lock and rq.lock */
 	struct softib_av av;
 	u32 dest_qpn;
@@ -426,6 +432,9 @@ void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
 void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 		    const struct ib_sge *src, u32 nsrc, u32 len);
+__wsum softib_copy_sg_csum(const struct ib_sge *dst, u32 ndst, u32 off,
+			   const struct ib_sge *src, u32 nsrc, u32 len,
+			   u32 from, u32 clen);
 
 /* wrid.c: debug_wrid bookkeeping; the caller holds the queue's lock */
 int softib_wrids_init(struct softib_wq *wq, struct softib_dev *sdev,
@@ -481,6 +490,43 @@ int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
 /* selftest.c */
 int softib_selftest(struct softib_dev *sdev, const char *name);
+
+/* offload.c: IPoIB checksum offload and LSO on UD QPs */
+#define SOFTIB_LSO_HDR_MAX	128	/* IPoIB + IPv4/IPv6 + TCP, options too */
+extern bool softib_offloads;
+
+/* a TCP/UDP datagram inside an IPoIB frame (message offsets) */
+struct softib_csum {
+	bool v6;
+	u8 proto;
+	u32 l4off;
+	u32 l4len;
+	u32 field;		/* the checksum's offset in the L4 header */
+	__be32 saddr4, daddr4;
+	struct in6_addr saddr6, daddr6;
+};
+
+/* an LSO WQE's header: after the largest gather list the ring takes */
+static inline u8 *softib_swqe_lso_hdr(const struct softib_qp *qp,
+				      const struct softib_swqe *wqe)
+{
+	return (u8 *)&wqe->sge[qp->sq.max_sge];
+}
+
+bool softib_csum_parse(const struct ib_sge *sg, u32 nsge, u32 msglen,
+		       struct softib_csum *cs);
+bool softib_csum_ip_ok(const struct softib_csum *cs, const struct ib_sge *sg,
+		       u32 nsge);
+int softib_csum_finish(const struct softib_csum *cs, const struct ib_sge *dst,
+		       u32 ndst, u32 off, __wsum sum, bool fill);
+int softib_lso_post(struct softib_qp *qp, struct softib_swqe *wqe,
+		    const struct ib_ud_wr *ud);
+enum ib_wc_status softib_lso_send(struct softib_qp *qp,
+				  const struct softib_swqe *wqe,
+				  enum ib_wc_status (*xmit)(struct softib_qp *,
+							    const struct softib_swqe *));
+int softib_lso_init(struct softib_qp *qp);
+void softib_lso_free(struct softib_qp *qp);
 
 /* fault.c */
 void softib_fault_init(struct softib_dev *sdev);

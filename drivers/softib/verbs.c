@@ -34,6 +34,11 @@ int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_PORT_ACTIVE_EVENT |
 				 IB_DEVICE_RC_RNR_NAK_GEN;
+	/* what mlx4/mlx5 offer IPoIB: checksums and LSO on UD (offload.c) */
+	if (softib_offloads) {
+		attr->device_cap_flags |= IB_DEVICE_UD_IP_CSUM;
+		attr->kernel_cap_flags |= IBK_UD_TSO;
+	}
 	attr->max_send_sge = SOFTIB_MAX_SGE;
 	attr->max_recv_sge = SOFTIB_MAX_SGE;
 	attr->max_sge_rd = SOFTIB_MAX_SGE;
@@ -492,7 +497,12 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		/* UC, XRC and raw QPs are not implemented */
 		return -EOPNOTSUPP;
 	}
-	if (init->create_flags & ~IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK)
+	if (init->create_flags & ~(IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK |
+				   IB_QP_CREATE_IPOIB_UD_LSO))
+		return -EOPNOTSUPP;
+	/* LSO is an offload of UD QPs, and only when offloads are offered */
+	if ((init->create_flags & IB_QP_CREATE_IPOIB_UD_LSO) &&
+	    (!softib_offloads || init->qp_type != IB_QPT_UD))
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > SOFTIB_MAX_QP_WR ||
 	    cap->max_recv_wr > SOFTIB_MAX_QP_WR ||
@@ -519,11 +529,16 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_WORK(&qp->err_work, softib_qp_err_work);
 	INIT_WORK(&qp->event_work, softib_qp_event_work);
 
+	/* an LSO QP's ring entries carry the header (softib_swqe_lso_hdr) */
 	ret = softib_wq_init(&qp->sq, &softib_sq_key, cap->max_send_wr,
 			     max(cap->max_send_sge, 1U),
-			     sizeof(struct softib_swqe));
+			     sizeof(struct softib_swqe) +
+			     (init->create_flags & IB_QP_CREATE_IPOIB_UD_LSO ?
+			      SOFTIB_LSO_HDR_MAX : 0));
 	if (!ret)
 		ret = softib_wrids_init(&qp->sq, sdev, "SQ");
+	if (!ret && (init->create_flags & IB_QP_CREATE_IPOIB_UD_LSO))
+		ret = softib_lso_init(qp);
 	if (ret)
 		goto err_free_sq;
 	ret = softib_wq_init(&qp->rq, &softib_rq_key,
@@ -568,6 +583,7 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_free_rq:
 	softib_wq_free(&qp->rq);
 err_free_sq:
+	softib_lso_free(qp);
 	softib_wq_free(&qp->sq);
 	atomic_dec(&sdev->n_qp);
 	return ret;
@@ -868,6 +884,7 @@ int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		atomic64_add(purged, &sdev->purged_cqes);
 
 	softib_wq_free(&qp->rq);
+	softib_lso_free(qp);
 	softib_wq_free(&qp->sq);
 	atomic_dec(&sdev->n_qp);
 	return 0;
@@ -894,7 +911,8 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 		/* only UD WRs are struct ib_ud_wr; RC sends need no address */
 		if ((wr->opcode != IB_WR_SEND &&
-		     wr->opcode != IB_WR_SEND_WITH_IMM) ||
+		     wr->opcode != IB_WR_SEND_WITH_IMM &&
+		     (wr->opcode != IB_WR_LSO || !qp->lso)) ||
 		    wr->num_sge < 0 || wr->num_sge > sq->max_sge ||
 		    (wr->send_flags & IB_SEND_INLINE) ||
 		    (!rc && !ud_wr(wr)->ah)) {
@@ -923,6 +941,12 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			wqe->remote_qpn = ud->remote_qpn;
 			wqe->remote_qkey = ud->remote_qkey;
 			wqe->pkey_index = ud->pkey_index;
+			wqe->lso_hlen = 0;
+			if (wr->opcode == IB_WR_LSO) {
+				ret = softib_lso_post(qp, wqe, ud);
+				if (ret)
+					break;
+			}
 		}
 		softib_wrid_post(sq, wr->wr_id);
 		sq->head++;
