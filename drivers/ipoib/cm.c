@@ -1538,6 +1538,8 @@ void ipoib_set_mode(struct ipoib_dev_priv *priv, bool connected)
 	if (priv->cm_mode == connected)
 		return;
 	WRITE_ONCE(priv->cm_mode, connected);
+	/* checksum offload and TSO are for datagram mode only */
+	netdev_update_features(dev);
 	if (connected)
 		dev_set_mtu(dev, IPOIB_CM_MTU);
 	else

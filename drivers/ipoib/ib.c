@@ -39,6 +39,11 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 	priv->max_send_sge = clamp_t(unsigned int, priv->ca->attrs.max_send_sge,
 				     1, IPOIB_MAX_TX_SGE);
 	init.cap.max_send_sge = priv->max_send_sge;
+	/* an HCA that segments (mlx4, mlx5, softib) gets TCP in one send */
+	if (priv->ca->attrs.kernel_cap_flags & IBK_UD_TSO) {
+		init.create_flags |= IB_QP_CREATE_IPOIB_UD_LSO;
+		priv->lso = true;
+	}
 	priv->tx_size = ipoib_send_queue_size;
 	priv->rx_size = ipoib_recv_queue_size;
 	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
@@ -286,6 +291,9 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		skb->pkt_type = PACKET_MULTICAST;
 	if (skb->pkt_type != PACKET_HOST)
 		dev->stats.multicast++;
+	/* the HCA checked (or computed) the TCP/UDP checksum */
+	if ((wc->wc_flags & IB_WC_IP_CSUM_OK) && (dev->features & NETIF_F_RXCSUM))
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
 	skb_pull(skb, IB_GRH_BYTES);
 	ipoib_rx_deliver(priv, skb);
 }
@@ -457,9 +465,19 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		.remote_qpn = qpn,
 		.remote_qkey = qkey,
 	};
+	unsigned int hlen = 0;
 	int ret;
 
-	if (skb->len > priv->max_ib_mtu) {
+	if (skb_is_gso(skb)) {
+		/*
+		 * TSO (only offered with an LSO QP): the HCA cuts the payload
+		 * into gso_size pieces behind copies of these headers.
+		 */
+		hlen = skb_tcp_all_headers(skb);
+		wr.hlen = hlen;
+		wr.mss = skb_shinfo(skb)->gso_size;
+		wr.wr.opcode = IB_WR_LSO;
+	} else if (skb->len > priv->max_ib_mtu) {
 		DEV_STATS_INC(dev, tx_dropped);
 		dev_kfree_skb_any(skb);
 		return -EMSGSIZE;
@@ -481,6 +499,29 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		return ret;
 	}
 	wr.wr.num_sge = ret;
+	if (hlen) {
+		/*
+		 * The headers go in the WR (the HCA copies them at post time;
+		 * after ipoib_map_tx(), which may have linearised the skb);
+		 * the gather list starts after them.
+		 */
+		if (unlikely(hlen > skb_headlen(skb))) {
+			ipoib_unmap_tx(priv, buf);
+			buf->skb = NULL;
+			DEV_STATS_INC(dev, tx_errors);
+			dev_kfree_skb_any(skb);
+			return -EINVAL;
+		}
+		wr.header = skb->data;
+		sge[0].addr += hlen;
+		sge[0].length -= hlen;
+		if (!sge[0].length) {
+			wr.wr.sg_list = sge + 1;
+			wr.wr.num_sge--;
+		}
+	}
+	if (skb->ip_summed == CHECKSUM_PARTIAL)
+		wr.wr.send_flags |= IB_SEND_IP_CSUM;
 	kref_get(&ah->ref);
 	buf->ah = ah;
 

@@ -251,6 +251,7 @@ struct ipoib_dev_priv {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	unsigned int max_send_sge;	/* what the HCA takes, at most ours */
+	bool lso;			/* the UD QP takes IB_WR_LSO */
 	struct ib_qp *qp;
 	struct napi_struct napi;
 	bool transport_up;		/* under rtnl */

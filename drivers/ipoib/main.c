@@ -319,6 +319,15 @@ static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
 	return 0;
 }
 
+/* RC sends carry no offload: connected mode checksums in software */
+static netdev_features_t ipoib_fix_features(struct net_device *dev,
+					    netdev_features_t features)
+{
+	if (READ_ONCE(ipoib_priv(dev)->cm_mode))
+		features &= ~(NETIF_F_IP_CSUM | NETIF_F_TSO);
+	return features;
+}
+
 static void ipoib_set_rx_mode(struct net_device *dev)
 {
 	queue_work(ipoib_wq, &ipoib_priv(dev)->rx_mode_work);
@@ -340,6 +349,7 @@ const struct net_device_ops ipoib_netdev_ops = {
 	.ndo_change_mtu = ipoib_change_mtu,
 	.ndo_set_rx_mode = ipoib_set_rx_mode,
 	.ndo_tx_timeout = ipoib_tx_timeout,
+	.ndo_fix_features = ipoib_fix_features,
 };
 
 static int ipoib_hard_header(struct sk_buff *skb, struct net_device *dev,
@@ -710,6 +720,17 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	if (priv->max_send_sge > 1) {
 		dev->hw_features |= NETIF_F_SG;
 		dev->features |= NETIF_F_SG;
+	}
+	/*
+	 * What the HCA offloads on UD, taken as in-tree takes it: IPv4
+	 * checksums both ways, and TSO with an LSO QP. Connected mode turns
+	 * them off (ipoib_fix_features).
+	 */
+	if (priv->ca->attrs.device_cap_flags & IB_DEVICE_UD_IP_CSUM) {
+		dev->hw_features |= NETIF_F_IP_CSUM | NETIF_F_RXCSUM;
+		if (priv->lso)
+			dev->hw_features |= NETIF_F_TSO;
+		dev->features |= dev->hw_features;
 	}
 	/* no carrier until the broadcast group is joined (operstate follows) */
 	netif_carrier_off(dev);
