@@ -64,6 +64,12 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 		   atomic64_read(&sdev->sa_requests),
 		   atomic64_read(&sdev->sa_replies_delayed),
 		   READ_ONCE(sdev->n_sa_delayed));
+	seq_printf(m, "lso_sends %lld\nlso_segments %lld\ncsum_filled %lld\ncsum_verified %lld\ncsum_unverified %lld\n",
+		   atomic64_read(&sdev->lso_sends),
+		   atomic64_read(&sdev->lso_segments),
+		   atomic64_read(&sdev->csum_filled),
+		   atomic64_read(&sdev->csum_verified),
+		   atomic64_read(&sdev->csum_unverified));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);

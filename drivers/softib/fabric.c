@@ -271,6 +271,10 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 								  rwqe->num_sge,
 								  hdr, sum,
 								  fill);
+			atomic64_inc(fill ? &dqp->sdev->csum_filled :
+				     wc.wc_flags & IB_WC_IP_CSUM_OK ?
+				     &dqp->sdev->csum_verified :
+				     &dqp->sdev->csum_unverified);
 		} else {
 			softib_copy_sg(rwqe->sge, rwqe->num_sge, hdr,
 				       wqe->sge, wqe->num_sge, wqe->length);

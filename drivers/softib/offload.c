@@ -270,6 +270,7 @@ enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 	if (hlen + mss > SOFTIB_MTU_BYTES)
 		return IB_WC_LOC_LEN_ERR;
 
+	atomic64_inc(&qp->sdev->lso_sends);
 	*seg = *wqe;
 	seg->opcode = IB_WR_SEND;
 	/* every segment's TCP checksum is computed at delivery */
@@ -306,6 +307,7 @@ enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 		st = xmit(qp, seg);
 		if (st != IB_WC_SUCCESS)
 			return st;
+		atomic64_inc(&qp->sdev->lso_segments);
 		if (!total)
 			break;
 	}

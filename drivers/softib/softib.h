@@ -123,6 +123,9 @@ struct softib_dev {
 	struct list_head sa_delayed;	/* answers held back (sa.c) */
 	u32 n_sa_delayed;
 	atomic64_t sa_replies_delayed;
+	/* offload.c: LSO sends and their datagrams; checksums on delivery */
+	atomic64_t lso_sends, lso_segments;
+	atomic64_t csum_filled, csum_verified, csum_unverified;
 	/* completions removed from CQs because their QP was destroyed */
 	atomic64_t purged_cqes;
 	/* wr_id bookkeeping errors seen with debug_wrid=1 */
