@@ -270,8 +270,12 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		ah = path->ah;
 		kref_get(&ah->ref);
 		spin_unlock_irqrestore(&priv->lock, flags);
-		/* connected-mode MTU, but this peer is reached over UD */
-		if (skb->len > priv->mcast_mtu + IPOIB_ENCAP_LEN)
+		/*
+		 * Connected-mode MTU, but this peer is reached over UD (a TSO
+		 * packet is cut to the MTU by the HCA)
+		 */
+		if (!skb_is_gso(skb) &&
+		    skb->len > priv->mcast_mtu + IPOIB_ENCAP_LEN)
 			ipoib_too_big(priv, skb, priv->mcast_mtu);
 		else
 			ipoib_send(priv, skb, ah, qpn, priv->qkey);

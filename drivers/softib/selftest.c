@@ -553,7 +553,7 @@ static int softib_st_off_lso(struct softib_st_off *t)
 static int softib_st_off_udp(struct softib_st_off *t, bool fill, bool corrupt)
 {
 	struct udphdr *uh = (void *)(t->hdr + 24);
-	struct ib_sge sge = { (uintptr_t)t->hdr, 28 + 101,
+	struct ib_sge sge = { (uintptr_t)t->hdr, 32 + 101,
 			      t->pd->local_dma_lkey };
 	struct ib_ud_wr wr = {
 		.wr = {
