@@ -1,0 +1,108 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: both
+# timeout: 240
+#
+# softib's UD offloads (offloads=1, the default) as IPoIB drives them, and
+# the plain path with offloads=0:
+#
+# - datagram mode: ethtool -k shows TSO, IPv4 transmit checksumming and
+#   receive checksumming on; a TCP stream goes out as LSO sends (softib
+#   stats lso_sends, lso_segments) with the checksums filled in by the HCA
+#   (csum_filled), and arrives intact;
+# - with transmit checksumming turned off on the sender (ethtool -K), the
+#   datagrams carry the stack's checksums and softib verifies them
+#   (csum_verified) instead, and TSO is off with it;
+# - connected mode turns checksum offload and TSO off (RC carries none),
+#   datagram mode turns them back on;
+# - softib offloads=0: none of it is offered, the features are off and
+#   fixed, and the same stream works.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd ethtool iperf3 ping
+
+sstat() { awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"; }
+
+# feat NS DEV NAME: "on" or "off" (and " [fixed]") of one ethtool -k line
+feat() {
+	ip netns exec "$1" ethtool -k "$2" 2>/dev/null |
+		awk -v n="$3:" '$1 == n { $1 = ""; sub(/^ /, ""); print }'
+}
+
+# stream SECS: TCP from A to B; prints Mbit/s
+stream() { iperf_mbps "$A" "$B" 192.0.2.2 "$1"; }
+
+ktap_header 6
+ktap_diag "IPOIB=$IPOIB"
+
+ipoib_fabric_up
+ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
+
+RET=0
+for f in tcp-segmentation-offload tx-checksum-ipv4 rx-checksumming; do
+	[[ $(feat "$A" ib0 $f) == on ]]
+	check_err $? "ib0 $f: $(feat "$A" ib0 $f)"
+done
+l0=$(sstat lso_sends) s0=$(sstat lso_segments) c0=$(sstat csum_filled)
+mbps=$(stream 3)
+check_err $? "iperf3 with offloads"
+l1=$(sstat lso_sends) s1=$(sstat lso_segments) c1=$(sstat csum_filled)
+ktap_diag "datagram, offloads on: ${mbps:-0} Mbit/s; $((l1 - l0)) LSO sends in $((s1 - s0)) datagrams, $((c1 - c0)) checksums filled in"
+((l1 - l0 > 0 && s1 - s0 > l1 - l0 && c1 - c0 > 0))
+check_err $? "no LSO sends or filled checksums: lso_sends +$((l1 - l0)), lso_segments +$((s1 - s0)), csum_filled +$((c1 - c0))"
+log_test "datagram mode: TSO and checksum offload on, TCP goes out as LSO sends"
+
+RET=0
+ip netns exec "$A" ethtool -K ib0 tx off
+check_err $? "ethtool -K ib0 tx off"
+[[ $(feat "$A" ib0 tcp-segmentation-offload) == off ]]
+check_err $? "TSO stays $(feat "$A" ib0 tcp-segmentation-offload) without transmit checksumming"
+l0=$(sstat lso_sends) v0=$(sstat csum_verified) u0=$(sstat csum_unverified)
+mbps=$(stream 3)
+check_err $? "iperf3 with transmit checksumming off"
+l1=$(sstat lso_sends) v1=$(sstat csum_verified) u1=$(sstat csum_unverified)
+ktap_diag "tx off: ${mbps:-0} Mbit/s; $((v1 - v0)) checksums verified, $((u1 - u0)) bad, LSO sends +$((l1 - l0))"
+((l1 == l0 && v1 - v0 > 0 && u1 == u0))
+check_err $? "lso_sends +$((l1 - l0)), csum_verified +$((v1 - v0)), csum_unverified +$((u1 - u0))"
+ip netns exec "$A" ethtool -K ib0 tx on tso on
+check_err $? "ethtool -K ib0 tx on tso on"
+log_test "transmit checksumming off: the stack's checksums are verified, no LSO"
+
+RET=0
+ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
+check_err $? "ib0 connected"
+for f in tcp-segmentation-offload tx-checksum-ipv4; do
+	[[ $(feat "$A" ib0 $f) == off ]]
+	check_err $? "connected mode: ib0 $f: $(feat "$A" ib0 $f)"
+done
+l0=$(sstat lso_sends)
+mbps=$(stream 3)
+check_err $? "iperf3 in connected mode"
+ktap_diag "connected: ${mbps:-0} Mbit/s"
+(($(sstat lso_sends) == l0))
+check_err $? "LSO sends in connected mode"
+ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
+check_err $? "ib0 datagram"
+[[ $(feat "$A" ib0 tcp-segmentation-offload) == on ]]
+check_err $? "datagram mode again: TSO $(feat "$A" ib0 tcp-segmentation-offload)"
+log_test "connected mode turns TSO and checksum offload off, datagram mode on again"
+
+RET=0
+ipoib_quiesce && unload_ipoib && unload_softib &&
+	load_softib offloads=0 && slowwait 10 softib_ports_active >/dev/null &&
+	load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null &&
+	ipoib_fabric_place
+check_err $? "softib reloaded with offloads=0"
+for f in tcp-segmentation-offload tx-checksum-ipv4 rx-checksumming; do
+	[[ $(feat "$A" ib0 $f) == "off [fixed]" ]]
+	check_err $? "offloads=0: ib0 $f: $(feat "$A" ib0 $f)"
+done
+mbps=$(stream 3)
+check_err $? "iperf3 with offloads=0"
+ktap_diag "offloads=0: ${mbps:-0} Mbit/s; lso_sends $(sstat lso_sends), csum_filled $(sstat csum_filled)"
+[[ $(sstat lso_sends) == 0 && $(sstat csum_filled) == 0 ]]
+check_err $? "offloads=0 and still LSO sends or filled checksums"
+log_test "softib offloads=0: nothing offered, the features off and fixed, TCP works"
+
+ktap_finish
