@@ -308,7 +308,10 @@ load_softib() {
 		modprobe ib_core || return 1
 		modprobe -q ib_uverbs || true
 	fi
-	__insmod_deps "$ko" debug_wrid=1 "$@"
+	# SOFTIB_PARAMS (make check SOFTIB_PARAMS=offloads=1): the whole
+	# suite on a differently configured HCA; a test's own arguments last
+	# shellcheck disable=SC2086
+	__insmod_deps "$ko" debug_wrid=1 ${SOFTIB_PARAMS:-} "$@"
 }
 
 unload_softib() {

@@ -151,6 +151,7 @@ run_series() {
 				-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
 				DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
 				TIMEOUT_SCALE="$TIMEOUT_SCALE" PART="$k/$n" \
+				SOFTIB_PARAMS="${SOFTIB_PARAMS:-}" \
 				"$guest_cmd" || rc=$?
 			echo "$rc" >"$res.rc"
 		) &

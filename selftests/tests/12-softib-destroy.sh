@@ -18,7 +18,7 @@ stat() {
 	awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"
 }
 
-ktap_header 11
+ktap_header 10
 
 modinfo -F parm "$KO_DIR/softib.ko" | grep -q "^debug_wrid:.*(bool)$"
 ktap_result $? "softib.ko has the bool parameter debug_wrid"
@@ -68,17 +68,6 @@ RET=0
 echo ud_to_rc >"$SOFTIB_DBG/selftest"
 check_err $? "selftest ud_to_rc failed: $(dmesg | grep 'selftest ud_to_rc' | tail -3)"
 log_test "a UD datagram addressed to an RC QP is dropped (drop_no_qp)"
-
-# offloads (default on): the device offers UD checksums and LSO; an LSO
-# send is cut into MSS-sized datagrams with their own headers and good
-# checksums, UDP checksums are filled in or verified (IB_WC_IP_CSUM_OK)
-RET=0
-caps=$(cat /sys/module/softib/parameters/offloads 2>/dev/null)
-[[ $caps == Y ]]
-check_err $? "offloads parameter reads '$caps', not Y (the default)"
-echo offload >"$SOFTIB_DBG/selftest"
-check_err $? "selftest offload failed: $(dmesg | grep 'selftest offload' | tail -3)"
-log_test "offloads: LSO segments and checksums (selftest offload)"
 
 # the policy's broadcast group is in the table: 1 group, cap 4096
 RET=0

@@ -3,9 +3,10 @@
 # ipoib: both
 # timeout: 240
 #
-# softib's UD offloads (offloads=1, the default) as IPoIB drives them, and
-# the plain path with offloads=0:
+# softib's UD offloads (offloads=1) as IPoIB drives them, and the plain
+# path with offloads=0:
 #
+# - softib's own check (selftest offload): LSO segments and checksums;
 # - datagram mode: ethtool -k shows TSO, IPv4 transmit checksumming and
 #   receive checksumming on; a TCP stream goes out as LSO sends (softib
 #   stats lso_sends, lso_segments) with the checksums filled in by the HCA
@@ -33,15 +34,20 @@ feat() {
 # stream SECS: TCP from A to B; prints Mbit/s
 stream() { iperf_mbps "$A" "$B" 192.0.2.2 "$1"; }
 
-ktap_header 6
+ktap_header 7
 ktap_diag "IPOIB=$IPOIB"
 
-ipoib_fabric_up
-ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
+ipoib_fabric_up offloads=1
+ktap_result $? "ib0/ib1 up in two netns, softib offloads=1" || ktap_finish
 
 RET=0
-for f in tcp-segmentation-offload tx-checksum-ipv4 rx-checksumming; do
-	[[ $(feat "$A" ib0 $f) == on ]]
+echo offload >"$SOFTIB_DBG/selftest"
+check_err $? "selftest offload failed: $(dmesg | grep 'selftest offload' | tail -3)"
+log_test "softib: LSO segments and checksums (selftest offload)"
+
+RET=0
+for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
+	[[ $(feat "$A" ib0 $f) == on* ]]
 	check_err $? "ib0 $f: $(feat "$A" ib0 $f)"
 done
 l0=$(sstat lso_sends) s0=$(sstat lso_segments) c0=$(sstat csum_filled)
@@ -56,8 +62,8 @@ log_test "datagram mode: TSO and checksum offload on, TCP goes out as LSO sends"
 RET=0
 ip netns exec "$A" ethtool -K ib0 tx off
 check_err $? "ethtool -K ib0 tx off"
-[[ $(feat "$A" ib0 tcp-segmentation-offload) == off ]]
-check_err $? "TSO stays $(feat "$A" ib0 tcp-segmentation-offload) without transmit checksumming"
+[[ $(feat "$A" ib0 tx-tcp-segmentation) == off* ]]
+check_err $? "TSO stays $(feat "$A" ib0 tx-tcp-segmentation) without transmit checksumming"
 l0=$(sstat lso_sends) v0=$(sstat csum_verified) u0=$(sstat csum_unverified)
 mbps=$(stream 3)
 check_err $? "iperf3 with transmit checksumming off"
@@ -72,8 +78,8 @@ log_test "transmit checksumming off: the stack's checksums are verified, no LSO"
 RET=0
 ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
 check_err $? "ib0 connected"
-for f in tcp-segmentation-offload tx-checksum-ipv4; do
-	[[ $(feat "$A" ib0 $f) == off ]]
+for f in tx-tcp-segmentation tx-checksum-ipv4; do
+	[[ $(feat "$A" ib0 $f) == off* ]]
 	check_err $? "connected mode: ib0 $f: $(feat "$A" ib0 $f)"
 done
 l0=$(sstat lso_sends)
@@ -84,8 +90,8 @@ ktap_diag "connected: ${mbps:-0} Mbit/s"
 check_err $? "LSO sends in connected mode"
 ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
 check_err $? "ib0 datagram"
-[[ $(feat "$A" ib0 tcp-segmentation-offload) == on ]]
-check_err $? "datagram mode again: TSO $(feat "$A" ib0 tcp-segmentation-offload)"
+[[ $(feat "$A" ib0 tx-tcp-segmentation) == on* ]]
+check_err $? "datagram mode again: TSO $(feat "$A" ib0 tx-tcp-segmentation)"
 log_test "connected mode turns TSO and checksum offload off, datagram mode on again"
 
 RET=0
@@ -94,7 +100,7 @@ ipoib_quiesce && unload_ipoib && unload_softib &&
 	load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null &&
 	ipoib_fabric_place
 check_err $? "softib reloaded with offloads=0"
-for f in tcp-segmentation-offload tx-checksum-ipv4 rx-checksumming; do
+for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
 	[[ $(feat "$A" ib0 $f) == "off [fixed]" ]]
 	check_err $? "offloads=0: ib0 $f: $(feat "$A" ib0 $f)"
 done
