@@ -34,7 +34,7 @@ feat() {
 # stream SECS: TCP from A to B; prints Mbit/s
 stream() { iperf_mbps "$A" "$B" 192.0.2.2 "$1"; }
 
-ktap_header 7
+ktap_header 6
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up offloads=1
