@@ -13,7 +13,7 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd iperf3 ping ethtool dmesg
 
-ktap_header 7
+ktap_header 8
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -40,6 +40,20 @@ log_test "IPv6 link-local ping both ways"
 mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
 ktap_result $? "iperf3 TCP 5 s"
 ktap_diag "iperf3 TCP datagram mode: ${mbps:-0} Mbit/s"
+
+# what the HCA offers decides the offloads (41-offloads has them on): with
+# softib offloads=0 (the default) TSO and checksum offload are off, fixed
+RET=0
+if [[ $(cat /sys/module/softib/parameters/offloads) == N ]]; then
+	for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
+		got=$(ip netns exec "$A" ethtool -k ib0 | awk -v n="$f:" '$1 == n { $1 = ""; sub(/^ /, ""); print }')
+		[[ $got == "off [fixed]" ]]
+		check_err $? "softib offloads=0: ib0 $f: $got"
+	done
+	log_test "softib offloads=0: TSO and checksum offload off, fixed"
+else
+	ktap_skip "softib offloads=0: TSO and checksum offload off, fixed" "softib offloads=1 (41-offloads checks them on)"
+fi
 
 RET=0
 names=$(ip netns exec "$A" ethtool -S ib0 | sed -n 's/^ *\([a-z_]*\): [0-9]*$/\1/p' | xargs)
