@@ -80,36 +80,6 @@ static void *softib_sge_va(const struct ib_sge *sge)
 }
 
 /*
- * Copy "len" bytes from a gather list into a scatter list starting "off"
- * bytes into the scatter list. Both lists hold kernel virtual addresses.
- */
-void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
-		    const struct ib_sge *src, u32 nsrc, u32 len)
-{
-	u32 di = 0, si = 0, soff = 0;
-
-	while (di < ndst && off >= dst[di].length)
-		off -= dst[di++].length;
-	while (len && di < ndst && si < nsrc) {
-		u32 n = min3(dst[di].length - off, src[si].length - soff, len);
-
-		memcpy(softib_sge_va(&dst[di]) + off,
-		       softib_sge_va(&src[si]) + soff, n);
-		len -= n;
-		off += n;
-		soff += n;
-		if (off == dst[di].length) {
-			di++;
-			off = 0;
-		}
-		if (soff == src[si].length) {
-			si++;
-			soff = 0;
-		}
-	}
-}
-
-/*
  * softib_copy_sg(), also returning the checksum (csum_partial()) of the
  * message bytes [from, from + clen), summed chunk by chunk right after
  * each chunk is copied, while it is still in the cache.
@@ -150,6 +120,17 @@ __wsum softib_copy_sg_csum(const struct ib_sge *dst, u32 ndst, u32 off,
 		}
 	}
 	return sum;
+}
+
+/*
+ * Copy "len" bytes from a gather list into a scatter list starting "off"
+ * bytes into the scatter list. Both lists hold kernel virtual addresses.
+ */
+void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
+		    const struct ib_sge *src, u32 nsrc, u32 len)
+{
+	/* nothing summed: "from" is past any message */
+	softib_copy_sg_csum(dst, ndst, off, src, nsrc, len, U32_MAX, 0);
 }
 
 static void softib_write_grh(const struct softib_pkt *pkt,
