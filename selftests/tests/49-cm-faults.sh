@@ -179,11 +179,17 @@ ip -n "$A" link set lo mtu 65535
 check_err $? "an rtnl operation in A"
 ktap_diag "an rtnl operation took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s after client_reregister"
 left=$(rc_qpns 1)
-for q in $qpns; do
-	grep -qx "$q" <<<"$left"
-	check_err $? "stalled QPN $q was gone before an rtnl operation returned: the flush held rtnl through the teardown"
-done
-log_test "client_reregister: rtnl is free while a stalled connection drains"
+if ((${TIMEOUT_SCALE:-1} == 1)); then
+	for q in $qpns; do
+		grep -qx "$q" <<<"$left"
+		check_err $? "stalled QPN $q was gone before an rtnl operation returned: the flush held rtnl through the teardown"
+	done
+	log_test "client_reregister: rtnl is free while a stalled connection drains"
+else
+	# a debug kernel's ip(8) alone can take most of the 5 s window
+	ktap_skip "client_reregister: rtnl is free while a stalled connection drains" \
+		"TIMEOUT_SCALE=${TIMEOUT_SCALE}: not judged (QPs left: $(xargs <<<"$left"))"
+fi
 
 RET=0
 ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
