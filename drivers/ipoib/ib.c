@@ -492,12 +492,8 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	skb_dst_drop(skb);
 	buf->skb = skb;
 	ret = ipoib_map_tx(priv, buf, sge);
-	if (ret < 0) {
-		buf->skb = NULL;
-		DEV_STATS_INC(dev, tx_errors);
-		dev_kfree_skb_any(skb);
-		return ret;
-	}
+	if (ret < 0)
+		goto err_drop;
 	wr.wr.num_sge = ret;
 	if (hlen) {
 		/*
@@ -506,11 +502,8 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		 * the gather list starts after them.
 		 */
 		if (unlikely(hlen > skb_headlen(skb))) {
-			ipoib_unmap_tx(priv, buf);
-			buf->skb = NULL;
-			DEV_STATS_INC(dev, tx_errors);
-			dev_kfree_skb_any(skb);
-			return -EINVAL;
+			ret = -EINVAL;
+			goto err_unmap;
 		}
 		wr.header = skb->data;
 		sge[0].addr += hlen;
@@ -526,18 +519,22 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	buf->ah = ah;
 
 	ret = ib_post_send(priv->qp, &wr.wr, NULL);
-	if (ret) {
-		ipoib_unmap_tx(priv, buf);
-		buf->skb = NULL;
-		buf->ah = NULL;
-		ipoib_ah_put(ah);
-		DEV_STATS_INC(dev, tx_errors);
-		dev_kfree_skb_any(skb);
-		return ret;
-	}
+	if (ret)
+		goto err_put_ah;
 	priv->tx_head++;
 	ipoib_tx_sent(priv);
 	return 0;
+
+err_put_ah:
+	buf->ah = NULL;
+	ipoib_ah_put(ah);
+err_unmap:
+	ipoib_unmap_tx(priv, buf);
+err_drop:
+	buf->skb = NULL;
+	DEV_STATS_INC(dev, tx_errors);
+	dev_kfree_skb_any(skb);
+	return ret;
 }
 
 /*

@@ -245,8 +245,7 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 						  wqe->length, cs.l4off,
 						  cs.l4len);
 			fill = wqe->send_flags & IB_SEND_IP_CSUM;
-			if (fill || softib_csum_ip_ok(&cs, wqe->sge,
-						      wqe->num_sge))
+			if (fill || cs.ip_ok)
 				wc.wc_flags |= softib_csum_finish(&cs,
 								  rwqe->sge,
 								  rwqe->num_sge,

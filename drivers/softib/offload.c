@@ -84,6 +84,7 @@ bool softib_csum_parse(const struct ib_sge *sg, u32 nsge, u32 msglen,
 		struct iphdr v4;
 		struct ipv6hdr v6;
 	} ip;
+	u8 hdr4[60];		/* the IPv4 header, options too */
 	__be16 proto[2];
 	u32 ihl;
 
@@ -102,6 +103,8 @@ bool softib_csum_parse(const struct ib_sge *sg, u32 nsge, u32 msglen,
 		    (ip.v4.frag_off & htons(IP_MF | IP_OFFSET)))
 			return false;
 		cs->v6 = false;
+		cs->ip_ok = softib_sg_read(sg, nsge, SOFTIB_IPOIB_HLEN, hdr4,
+					   ihl) && !ip_fast_csum(hdr4, ihl / 4);
 		cs->saddr4 = ip.v4.saddr;
 		cs->daddr4 = ip.v4.daddr;
 		cs->proto = ip.v4.protocol;
@@ -115,6 +118,7 @@ bool softib_csum_parse(const struct ib_sge *sg, u32 nsge, u32 msglen,
 		    ntohs(ip.v6.payload_len) > msglen)
 			return false;
 		cs->v6 = true;
+		cs->ip_ok = true;	/* IPv6 has no header checksum */
 		cs->saddr6 = ip.v6.saddr;
 		cs->daddr6 = ip.v6.daddr;
 		cs->proto = ip.v6.nexthdr;
@@ -153,18 +157,15 @@ int softib_csum_finish(const struct softib_csum *cs, const struct ib_sge *dst,
 {
 	__sum16 old, v;
 
+	if (!softib_sg_read(dst, ndst, off + cs->l4off + cs->field, &old,
+			    sizeof(old)))
+		return 0;
 	if (!fill) {
 		/* an IPv4 UDP datagram without a checksum has nothing to check */
-		if (!softib_sg_read(dst, ndst, off + cs->l4off + cs->field,
-				    &old, sizeof(old)))
-			return 0;
 		if (cs->proto == IPPROTO_UDP && !cs->v6 && !old)
 			return IB_WC_IP_CSUM_OK;
 		return softib_csum_magic(cs, sum) ? 0 : IB_WC_IP_CSUM_OK;
 	}
-	if (!softib_sg_read(dst, ndst, off + cs->l4off + cs->field, &old,
-			    sizeof(old)))
-		return 0;
 	/* the field holds whatever the sender left there: take it out */
 	sum = csum_sub(sum, (__force __wsum)(__force u16)old);
 	v = softib_csum_magic(cs, sum);
@@ -174,19 +175,6 @@ int softib_csum_finish(const struct softib_csum *cs, const struct ib_sge *dst,
 	return IB_WC_IP_CSUM_OK;
 }
 
-/* Whether the IPv4 header (if it is one) of a received frame is good. */
-bool softib_csum_ip_ok(const struct softib_csum *cs, const struct ib_sge *sg,
-		       u32 nsge)
-{
-	u8 hdr[60];
-	u32 ihl = cs->l4off - SOFTIB_IPOIB_HLEN;
-
-	if (cs->v6)
-		return true;
-	return softib_sg_read(sg, nsge, SOFTIB_IPOIB_HLEN, hdr, ihl) &&
-	       !ip_fast_csum(hdr, ihl / 4);
-}
-
 /*
  * Post time: keep an LSO WR's header (it need not outlive the post, as
  * on an HCA that copies it into the WQE) and its MSS.
@@ -194,7 +182,8 @@ bool softib_csum_ip_ok(const struct softib_csum *cs, const struct ib_sge *sg,
 int softib_lso_post(struct softib_qp *qp, struct softib_swqe *wqe,
 		    const struct ib_ud_wr *ud)
 {
-	if (!qp->lso || ud->hlen <= 0 || ud->hlen > SOFTIB_LSO_HDR_MAX ||
+	/* post_send took IB_WR_LSO only on an LSO QP */
+	if (ud->hlen <= 0 || ud->hlen > SOFTIB_LSO_HDR_MAX ||
 	    ud->mss <= 0 || !ud->header)
 		return -EINVAL;
 	wqe->lso_hlen = ud->hlen;
@@ -256,7 +245,8 @@ enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 		.addr = (uintptr_t)tmpl,
 		.length = hlen,
 	};
-	struct tcphdr *th;
+	const struct tcphdr *tth;	/* the template's */
+	struct tcphdr *th;		/* the segment's */
 	enum ib_wc_status st;
 	u32 seq;
 	u16 id = 0;
@@ -266,8 +256,8 @@ enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 	    cs.proto != IPPROTO_TCP)
 		return IB_WC_LOC_QP_OP_ERR;
 	th = (struct tcphdr *)(hdr + cs.l4off);
-	if (cs.l4off + sizeof(*th) > hlen ||
-	    cs.l4off + ((struct tcphdr *)(tmpl + cs.l4off))->doff * 4 != hlen)
+	tth = (const struct tcphdr *)(tmpl + cs.l4off);
+	if (cs.l4off + sizeof(*th) > hlen || cs.l4off + tth->doff * 4 != hlen)
 		return IB_WC_LOC_QP_OP_ERR;
 	if (hlen + mss > SOFTIB_MTU_BYTES)
 		return IB_WC_LOC_LEN_ERR;
@@ -277,7 +267,7 @@ enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 	seg->opcode = IB_WR_SEND;
 	/* every segment's TCP checksum is computed at delivery */
 	seg->send_flags |= IB_SEND_IP_CSUM;
-	seq = ntohl(((struct tcphdr *)(tmpl + cs.l4off))->seq);
+	seq = ntohl(tth->seq);
 	if (!cs.v6)
 		id = ntohs(((struct iphdr *)(tmpl + SOFTIB_IPOIB_HLEN))->id);
 

@@ -529,8 +529,8 @@ u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 
 /*
  * An answer that fault/sa_delay_ms holds back. It is on sdev->sa_delayed
- * until its work takes it off to send it, or softib_sa_cleanup() takes it
- * off to drop it; whoever takes it off owns it.
+ * until its work takes it off to send it, or softib_sa_drop_delayed()
+ * takes it off to drop it; whoever takes it off owns it.
  */
 struct softib_sa_delayed {
 	struct delayed_work dwork;
@@ -541,6 +541,14 @@ struct softib_sa_delayed {
 	struct ib_sa_mad resp;
 };
 
+static void softib_sa_unlink_delayed(struct softib_dev *sdev,
+				     struct softib_sa_delayed *d)
+{
+	lockdep_assert_held(&sdev->sa_delay_lock);
+	list_del_init(&d->list);
+	sdev->n_sa_delayed--;
+}
+
 static bool softib_sa_take_delayed(struct softib_sa_delayed *d)
 {
 	struct softib_dev *sdev = d->sdev;
@@ -548,10 +556,8 @@ static bool softib_sa_take_delayed(struct softib_sa_delayed *d)
 
 	spin_lock(&sdev->sa_delay_lock);
 	mine = !list_empty(&d->list);
-	if (mine) {
-		list_del_init(&d->list);
-		sdev->n_sa_delayed--;
-	}
+	if (mine)
+		softib_sa_unlink_delayed(sdev, d);
 	spin_unlock(&sdev->sa_delay_lock);
 	return mine;
 }
@@ -618,10 +624,8 @@ void softib_sa_drop_delayed(struct softib_dev *sdev)
 		spin_lock(&sdev->sa_delay_lock);
 		d = list_first_entry_or_null(&sdev->sa_delayed,
 					     struct softib_sa_delayed, list);
-		if (d) {
-			list_del_init(&d->list);
-			sdev->n_sa_delayed--;
-		}
+		if (d)
+			softib_sa_unlink_delayed(sdev, d);
 		spin_unlock(&sdev->sa_delay_lock);
 		if (!d)
 			break;

@@ -505,6 +505,7 @@ struct softib_csum {
 	u32 l4off;
 	u32 l4len;
 	u32 field;		/* the checksum's offset in the L4 header */
+	bool ip_ok;		/* IPv4 header checksum good (IPv6: true) */
 	__be32 saddr4, daddr4;
 	struct in6_addr saddr6, daddr6;
 };
@@ -518,8 +519,6 @@ static inline u8 *softib_swqe_lso_hdr(const struct softib_qp *qp,
 
 bool softib_csum_parse(const struct ib_sge *sg, u32 nsge, u32 msglen,
 		       struct softib_csum *cs);
-bool softib_csum_ip_ok(const struct softib_csum *cs, const struct ib_sge *sg,
-		       u32 nsge);
 int softib_csum_finish(const struct softib_csum *cs, const struct ib_sge *dst,
 		       u32 ndst, u32 off, __wsum sum, bool fill);
 int softib_lso_post(struct softib_qp *qp, struct softib_swqe *wqe,
