@@ -405,6 +405,18 @@ softib_counter() {
 	awk -v n="$2" '$1 == n { print $2 }' "$SOFTIB_DBG/ports/$1/counters"
 }
 
+# softib_stat NAME: one value of softib's device stats
+softib_stat() {
+	awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"
+}
+
+# ethtool_feature NS DEV NAME: one ethtool -k feature as ethtool prints
+# it ("on", "off [fixed]", "off [requested on]", ...)
+ethtool_feature() {
+	ip netns exec "$1" ethtool -k "$2" 2>/dev/null |
+		awk -v n="$3:" '$1 == n { $1 = ""; sub(/^ /, ""); print }'
+}
+
 # softib_policy LINE...: install a partitions.conf policy. It applies when
 # the file is closed; cat reports close()'s error (a shell redirection of
 # a builtin would not).

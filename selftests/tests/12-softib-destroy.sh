@@ -14,9 +14,7 @@
 
 source "$(dirname "$0")/../lib.sh"
 
-stat() {
-	awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"
-}
+stat() { softib_stat "$1"; }
 
 ktap_header 10
 

@@ -46,7 +46,7 @@ ktap_diag "iperf3 TCP datagram mode: ${mbps:-0} Mbit/s"
 RET=0
 if [[ $(cat /sys/module/softib/parameters/offloads) == N ]]; then
 	for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
-		got=$(ip netns exec "$A" ethtool -k ib0 | awk -v n="$f:" '$1 == n { $1 = ""; sub(/^ /, ""); print }')
+		got=$(ethtool_feature "$A" ib0 "$f")
 		[[ $got == "off [fixed]" ]]
 		check_err $? "softib offloads=0: ib0 $f: $got"
 	done

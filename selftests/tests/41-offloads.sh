@@ -22,14 +22,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ethtool iperf3 ping
 
-sstat() { awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"; }
-
-# feat NS DEV NAME: "on" or "off" (and " [fixed]") of one ethtool -k line
-feat() {
-	ip netns exec "$1" ethtool -k "$2" 2>/dev/null |
-		awk -v n="$3:" '$1 == n { $1 = ""; sub(/^ /, ""); print }'
-}
-
 # stream SECS: TCP from A to B; prints Mbit/s
 stream() { iperf_mbps "$A" "$B" 192.0.2.2 "$1"; }
 
@@ -46,13 +38,13 @@ log_test "softib: LSO segments and checksums (selftest offload)"
 
 RET=0
 for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
-	[[ $(feat "$A" ib0 $f) == on* ]]
-	check_err $? "ib0 $f: $(feat "$A" ib0 $f)"
+	[[ $(ethtool_feature "$A" ib0 $f) == on* ]]
+	check_err $? "ib0 $f: $(ethtool_feature "$A" ib0 $f)"
 done
-l0=$(sstat lso_sends) s0=$(sstat lso_segments) c0=$(sstat csum_filled)
+l0=$(softib_stat lso_sends) s0=$(softib_stat lso_segments) c0=$(softib_stat csum_filled)
 mbps=$(stream 2)
 check_err $? "iperf3 with offloads"
-l1=$(sstat lso_sends) s1=$(sstat lso_segments) c1=$(sstat csum_filled)
+l1=$(softib_stat lso_sends) s1=$(softib_stat lso_segments) c1=$(softib_stat csum_filled)
 ktap_diag "datagram, offloads on: ${mbps:-0} Mbit/s; $((l1 - l0)) LSO sends in $((s1 - s0)) datagrams, $((c1 - c0)) checksums filled in"
 ((l1 - l0 > 0 && s1 - s0 > l1 - l0 && c1 - c0 > 0))
 check_err $? "no LSO sends or filled checksums: lso_sends +$((l1 - l0)), lso_segments +$((s1 - s0)), csum_filled +$((c1 - c0))"
@@ -61,12 +53,12 @@ log_test "datagram mode: TSO and checksum offload on, TCP goes out as LSO sends"
 RET=0
 ip netns exec "$A" ethtool -K ib0 tx off
 check_err $? "ethtool -K ib0 tx off"
-[[ $(feat "$A" ib0 tx-tcp-segmentation) == off* ]]
-check_err $? "TSO stays $(feat "$A" ib0 tx-tcp-segmentation) without transmit checksumming"
-l0=$(sstat lso_sends) v0=$(sstat csum_verified) u0=$(sstat csum_unverified)
+[[ $(ethtool_feature "$A" ib0 tx-tcp-segmentation) == off* ]]
+check_err $? "TSO stays $(ethtool_feature "$A" ib0 tx-tcp-segmentation) without transmit checksumming"
+l0=$(softib_stat lso_sends) v0=$(softib_stat csum_verified) u0=$(softib_stat csum_unverified)
 mbps=$(stream 2)
 check_err $? "iperf3 with transmit checksumming off"
-l1=$(sstat lso_sends) v1=$(sstat csum_verified) u1=$(sstat csum_unverified)
+l1=$(softib_stat lso_sends) v1=$(softib_stat csum_verified) u1=$(softib_stat csum_unverified)
 ktap_diag "tx off: ${mbps:-0} Mbit/s; $((v1 - v0)) checksums verified, $((u1 - u0)) bad, LSO sends +$((l1 - l0))"
 ((l1 == l0 && v1 - v0 > 0 && u1 == u0))
 check_err $? "lso_sends +$((l1 - l0)), csum_verified +$((v1 - v0)), csum_unverified +$((u1 - u0))"
@@ -78,19 +70,19 @@ RET=0
 ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
 check_err $? "ib0 connected"
 for f in tx-tcp-segmentation tx-checksum-ipv4; do
-	[[ $(feat "$A" ib0 $f) == off* ]]
-	check_err $? "connected mode: ib0 $f: $(feat "$A" ib0 $f)"
+	[[ $(ethtool_feature "$A" ib0 $f) == off* ]]
+	check_err $? "connected mode: ib0 $f: $(ethtool_feature "$A" ib0 $f)"
 done
-l0=$(sstat lso_sends)
+l0=$(softib_stat lso_sends)
 mbps=$(stream 2)
 check_err $? "iperf3 in connected mode"
 ktap_diag "connected: ${mbps:-0} Mbit/s"
-(($(sstat lso_sends) == l0))
+(($(softib_stat lso_sends) == l0))
 check_err $? "LSO sends in connected mode"
 ip netns exec "$A" sh -c "echo datagram > /sys/class/net/ib0/mode"
 check_err $? "ib0 datagram"
-[[ $(feat "$A" ib0 tx-tcp-segmentation) == on* ]]
-check_err $? "datagram mode again: TSO $(feat "$A" ib0 tx-tcp-segmentation)"
+[[ $(ethtool_feature "$A" ib0 tx-tcp-segmentation) == on* ]]
+check_err $? "datagram mode again: TSO $(ethtool_feature "$A" ib0 tx-tcp-segmentation)"
 log_test "connected mode turns TSO and checksum offload off, datagram mode on again"
 
 ktap_finish

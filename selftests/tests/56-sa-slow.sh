@@ -39,8 +39,6 @@ ROUNDS=4
 BOTH="Default=0x7fff, ipoib : ALL=full;"
 P1="p1=0x0001, ipoib : ALL=full;"
 
-sa_stat() { awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"; }
-
 ktap_header 5
 ktap_diag "IPOIB=$IPOIB SLOW=${SLOW}ms DELAY=${DELAY}ms ROUNDS=$ROUNDS"
 
@@ -63,14 +61,14 @@ log_test "fault/sa_delay_ms: 0-60000 taken, the rest refused"
 
 # ---- a slow SA slows resolution down, nothing more ----
 RET=0
-d0=$(sa_stat sa_replies_delayed)
+d0=$(softib_stat sa_replies_delayed)
 ip -n "$B" link set ib1 down && ip -n "$B" link set ib1 up &&
 	slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null
 check_err $? "ib1 up again with the SA slow (its broadcast join waits)"
 ip -n "$A" neigh flush dev ib0
 slowwait 20 ip netns exec "$A" ping -c 1 -W 5 192.0.2.2 >/dev/null
 check_err $? "no ping with the SA slow"
-d1=$(sa_stat sa_replies_delayed)
+d1=$(softib_stat sa_replies_delayed)
 ktap_diag "SA answers held back: $((d1 - d0))"
 ((d1 - d0 >= 2))
 check_err $? "only $((d1 - d0)) SA answers were held back (a join and a path query at least)"
@@ -88,7 +86,7 @@ up_in_b() {
 			slowwait $((DELAY / 1000 + 20)) ipoib_lower_up "$B" ib1 >/dev/null
 	fi &&
 		# the multicast joins after carrier (all-hosts, IPv6) are answered
-		slowwait_eq $DRAIN 0 sa_stat sa_replies_waiting
+		slowwait_eq $DRAIN 0 softib_stat sa_replies_waiting
 }
 
 # down_in_b KIND: tear B's interface for KIND down (rmmod: the module)
@@ -100,7 +98,7 @@ down_in_b() {
 	esac
 }
 
-waiting_ge1() { (($(sa_stat sa_replies_waiting) >= 1)); }
+waiting_ge1() { (($(softib_stat sa_replies_waiting) >= 1)); }
 
 # ---- teardown under queries in flight ----
 RET=0
@@ -132,8 +130,8 @@ log_test "ifdown, child delete and rmmod with a path query in flight"
 
 # ---- the late answers ----
 RET=0
-slowwait_eq $DRAIN 0 sa_stat sa_replies_waiting
-check_err $? "$(sa_stat sa_replies_waiting) SA answers still held back"
+slowwait_eq $DRAIN 0 softib_stat sa_replies_waiting
+check_err $? "$(softib_stat sa_replies_waiting) SA answers still held back"
 echo 0 >"$F"
 load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null && ipoib_fabric_place &&
 	slowwait 30 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&
