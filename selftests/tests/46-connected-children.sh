@@ -114,8 +114,19 @@ check_err $? "recreate the peer child"
 [[ $(ipoib_hwaddr "$B" ib1.8001) != "$old" ]]
 check_err $? "the new child has the old QPN"
 # the stale neighbour entry is probed and replaced; then a new connection
-slowwait 30 ip netns exec "$A" ping -c 1 -W 2 -s 9000 10.1.0.2 >/dev/null
-check_err $? "no 9000-byte ping to the recreated child"
+t0=$SECONDS
+if slowwait 30 ip netns exec "$A" ping -c 1 -W 2 -s 9000 10.1.0.2 >/dev/null; then
+	ktap_diag "the recreated child answered after $((SECONDS - t0)) s"
+else
+	check_err 1 "no 9000-byte ping to the recreated child in $((SECONDS - t0)) s"
+	ktap_diag "A: $(ip -n "$A" neigh show dev ib0.8001)" \
+		"B: ib1.8001 $(ipoib_hwaddr "$B" ib1.8001), was $old" \
+		"A: $(ip -n "$A" route get 10.1.0.2 2>&1 | head -2)" \
+		"A: $(ip netns exec "$A" ping -c 1 -W 2 -s 9000 10.1.0.2 2>&1 | tail -3)" \
+		"A: $(ip -n "$A" -s link show ib0.8001 | tail -4)"
+	d=$(ipoib_dbg_dir ib0.8001 2>/dev/null) &&
+		ktap_diag "$(cd "$d" && grep . path cm stats 2>/dev/null | head -60)"
+fi
 log_test "peer child deleted mid-stream and recreated: reconnected"
 
 RET=0
