@@ -67,6 +67,16 @@ slowwait 60 children_up "$A" ib0 && slowwait 60 children_up "$B" ib1
 check_err $? "children without carrier: $(ip -n "$A" -o link show | grep -vc LOWER_UP) in A, $(ip -n "$B" -o link show | grep -vc LOWER_UP) in B"
 log_test "$N child pairs in $N partitions, connected mode, MTU 65520"
 
+# The recreated peer child of case 5 sends its gratuitous ARP at
+# NETDEV_UP, before it has carrier (either driver: carrier waits for the
+# broadcast join), so it is lost; A learns the new address when its entry
+# goes stale and is probed again. Short reachable and probe times make
+# that seconds, not 20-50 s. Set before the entry exists: the timer of a
+# REACHABLE entry keeps the reachable time it was armed with (15-45 s by
+# default), and a failure waited that long (CI, stop 16).
+ip netns exec "$A" sysctl -qw net.ipv4.neigh.ib0/8001.base_reachable_time_ms=2000 \
+	net.ipv4.neigh.ib0/8001.delay_first_probe_time=1
+
 RET=0
 for i in $(seq 1 $N); do
 	ip netns exec "$A" ping -c 1 -W 5 -s 9000 "10.$i.0.2" >/dev/null
@@ -95,12 +105,12 @@ slowwait $((10 * ${TIMEOUT_SCALE:-1})) all_connected
 ktap_result $? "$(rc_rts) RC QPs in RTS on port 1 (at least $((2 * N)))"
 
 RET=0
-# The new child's gratuitous ARP goes out at NETDEV_UP, before it has
-# carrier (either driver: carrier waits for the broadcast join), so it is
-# lost; A learns the new address when its entry goes stale and is probed
-# again. Short reachable and probe times make that seconds, not 20-50 s.
-ip netns exec "$A" sysctl -qw net.ipv4.neigh.ib0/8001.base_reachable_time_ms=2000 \
-	net.ipv4.neigh.ib0/8001.delay_first_probe_time=1
+# A's neighbour entry of 10.1.0.2 is probed and replaced after the peer
+# child is recreated (below); the state changes, for a failure
+ip -n "$A" -ts monitor neigh dev ib0.8001 >"/tmp/neigh46.$$" 2>&1 &
+monitor=$!
+defer rm -f "/tmp/neigh46.$$"
+defer kill $monitor
 iperf_start "$A" "$B" 10.1.0.2 8
 sleep 3
 old=$(ipoib_hwaddr "$B" ib1.8001)
@@ -123,7 +133,8 @@ else
 		"B: ib1.8001 $(ipoib_hwaddr "$B" ib1.8001), was $old" \
 		"A: $(ip -n "$A" route get 10.1.0.2 2>&1 | head -2)" \
 		"A: $(ip netns exec "$A" ping -c 1 -W 2 -s 9000 10.1.0.2 2>&1 | tail -3)" \
-		"A: $(ip -n "$A" -s link show ib0.8001 | tail -4)"
+		"A: $(ip -n "$A" -s link show ib0.8001 | tail -4)" \
+		"A's neighbour events:" "$(cat "/tmp/neigh46.$$")"
 	d=$(ipoib_dbg_dir ib0.8001 2>/dev/null) &&
 		ktap_diag "$(cd "$d" && grep . path cm stats 2>/dev/null | head -60)"
 fi
