@@ -25,6 +25,9 @@
  *         Then UDP of an odd length: a good checksum is reported OK, one
  *         asked for (IB_SEND_IP_CSUM, garbage in the field) is filled in
  *         and OK, a corrupted datagram arrives unflagged and unchanged.
+ *         Last, LSO WRs to refuse: a UDP header, an hlen that is not the
+ *         end of the TCP header, hlen + mss over the MTU; each completes
+ *         in error (LOC_QP_OP_ERR, LOC_LEN_ERR) and delivers nothing.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -245,9 +248,12 @@ static int softib_st_to_rts(struct ib_qp *qp)
 	return ret ?: ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN);
 }
 
-/* Poll for up to "ms" milliseconds; count send and receive completions. */
-static void softib_st_drain(struct ib_cq *cq, unsigned int ms, int *sends,
-			    int *recvs)
+/*
+ * Poll for up to "ms" milliseconds; count send and receive completions
+ * (from zero) and keep the last send's in *last.
+ */
+static void softib_st_drain_one(struct ib_cq *cq, unsigned int ms,
+				struct ib_wc *last, int *sends, int *recvs)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(ms);
 	struct ib_wc wc;
@@ -256,13 +262,23 @@ static void softib_st_drain(struct ib_cq *cq, unsigned int ms, int *sends,
 	*recvs = 0;
 	do {
 		while (ib_poll_cq(cq, 1, &wc) == 1) {
-			if (wc.opcode & IB_WC_RECV)
+			if (wc.opcode & IB_WC_RECV) {
 				(*recvs)++;
-			else
+			} else {
 				(*sends)++;
+				*last = wc;
+			}
 		}
 		usleep_range(500, 1000);
 	} while (time_before(jiffies, end));
+}
+
+static void softib_st_drain(struct ib_cq *cq, unsigned int ms, int *sends,
+			    int *recvs)
+{
+	struct ib_wc last;
+
+	softib_st_drain_one(cq, ms, &last, sends, recvs);
 }
 
 static int softib_st_ud_to_rc(struct softib_dev *sdev, struct ib_pd *pd,
@@ -547,6 +563,65 @@ static int softib_st_off_lso(struct softib_st_off *t)
 }
 
 /*
+ * LSO WRs softib must refuse (the in-tree driver never posts them, a
+ * broken consumer might): a header that is not IPoIB + IPv4 + TCP exactly
+ * fails with LOC_QP_OP_ERR, segments larger than the MTU with
+ * LOC_LEN_ERR; in each case nothing reaches the fabric.
+ */
+static int softib_st_off_lso_bad(struct softib_st_off *t)
+{
+	static const struct {
+		const char *what;
+		u8 proto;
+		u16 hlen, mss;
+		enum ib_wc_status want;
+	} bad[] = {
+		{ "a UDP header", IPPROTO_UDP, 32, 1000, IB_WC_LOC_QP_OP_ERR },
+		{ "hlen past the TCP header", IPPROTO_TCP, 48, 1000,
+		  IB_WC_LOC_QP_OP_ERR },
+		{ "hlen inside the TCP header", IPPROTO_TCP, 40, 1000,
+		  IB_WC_LOC_QP_OP_ERR },
+		{ "hlen + mss over the MTU", IPPROTO_TCP, 44,
+		  SOFTIB_MTU_BYTES - 43, IB_WC_LOC_LEN_ERR },
+	};
+	struct ib_sge sge = {
+		(uintptr_t)t->pay, SOFTIB_ST_PAYLOAD, t->pd->local_dma_lkey,
+	};
+	struct ib_ud_wr wr = {
+		.wr = {
+			.sg_list = &sge, .num_sge = 1, .opcode = IB_WR_LSO,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.ah = t->ah, .remote_qpn = t->rx->qp_num,
+		.remote_qkey = SOFTIB_ST_QKEY, .header = t->hdr,
+	};
+	int sends, recvs, i, ret;
+	struct ib_wc wc;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		softib_st_ipv4(t->hdr, bad[i].proto, 20 + SOFTIB_ST_PAYLOAD);
+		((struct tcphdr *)(t->hdr + 24))->doff = 5;
+		wr.wr.wr_id = 0xf0 + i;
+		wr.hlen = bad[i].hlen;
+		wr.mss = bad[i].mss;
+		ret = ib_post_send(t->tx, &wr.wr, NULL);
+		if (ret)
+			return ret;
+		sends = 0;
+		recvs = 0;
+		memset(&wc, 0, sizeof(wc));
+		softib_st_drain_one(t->cq, 100, &wc, &sends, &recvs);
+		if (sends != 1 || wc.status != bad[i].want || recvs) {
+			pr_err("selftest offload: LSO with %s: %d send completions (status %d, expected %d), %d datagrams delivered\n",
+			       bad[i].what, sends, wc.status, bad[i].want,
+			       recvs);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/*
  * UDP datagrams: "fill" asks softib for the checksum (garbage in the
  * field); otherwise the sender's checksum is checked, "corrupt" spoils it.
  */
@@ -669,6 +744,7 @@ static int softib_st_offload(struct softib_dev *sdev, struct ib_pd *pd,
 	ret = ret ?: softib_st_off_udp(&t, false, false);
 	ret = ret ?: softib_st_off_udp(&t, true, false);
 	ret = ret ?: softib_st_off_udp(&t, false, true);
+	ret = ret ?: softib_st_off_lso_bad(&t);
 out:
 	if (t.ah)
 		rdma_destroy_ah(t.ah, RDMA_DESTROY_AH_SLEEPABLE);
