@@ -305,6 +305,45 @@ static const struct file_operations softib_selftest_fops = {
 	.llseek = noop_llseek,
 };
 
+/* "ud|rc SIZE COUNT" runs the fabric's ceiling loop (bench.c) */
+static ssize_t softib_bench_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	struct softib_dev *sdev = file->private_data;
+	char buf[32] = {};
+	int ret;
+
+	if (count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	mutex_lock(&sdev->bench_lock);
+	ret = softib_bench(sdev, strim(buf), sdev->bench_result,
+			   sizeof(sdev->bench_result));
+	mutex_unlock(&sdev->bench_lock);
+	return ret ?: count;
+}
+
+static ssize_t softib_bench_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	struct softib_dev *sdev = file->private_data;
+	char buf[sizeof(sdev->bench_result)];
+
+	mutex_lock(&sdev->bench_lock);
+	strscpy(buf, sdev->bench_result, sizeof(buf));
+	mutex_unlock(&sdev->bench_lock);
+	return simple_read_from_buffer(ubuf, count, ppos, buf, strlen(buf));
+}
+
+static const struct file_operations softib_bench_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = softib_bench_read,
+	.write = softib_bench_write,
+	.llseek = default_llseek,
+};
+
 static const struct file_operations softib_event_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
@@ -328,6 +367,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_mcast_fops);
 	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
 			    &softib_selftest_fops);
+	debugfs_create_file("bench", 0600, sdev->debugfs, sdev,
+			    &softib_bench_fops);
 	/* "unsafe": flush must reach us; .owner pins the module while open */
 	debugfs_create_file_unsafe("partitions", 0644, sdev->debugfs, sdev,
 				   &softib_partitions_fops);

@@ -297,6 +297,7 @@ static struct softib_dev *softib_create(u32 nports)
 	sdev->next_qpn = 2;
 	spin_lock_init(&sdev->mcast_lock);
 	INIT_LIST_HEAD(&sdev->mcast);
+	mutex_init(&sdev->bench_lock);
 	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
 	softib_sa_init(sdev);
 	ret = softib_policy_set(sdev, softib_default_policy,

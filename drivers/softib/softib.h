@@ -131,6 +131,8 @@ struct softib_dev {
 	/* wr_id bookkeeping errors seen with debug_wrid=1 */
 	atomic64_t wrid_errors;
 	atomic_t fault_post_srq;	/* fault.c: calls until one fails */
+	struct mutex bench_lock;	/* one bench run at a time */
+	char bench_result[160];		/* the last one's (bench.c) */
 	struct delayed_work sweep;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -493,6 +495,8 @@ int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
 /* selftest.c */
 int softib_selftest(struct softib_dev *sdev, const char *name);
+int softib_bench(struct softib_dev *sdev, const char *cmd, char *out,
+		 size_t len);
 
 /* offload.c: IPoIB checksum offload and LSO on UD QPs */
 #define SOFTIB_LSO_HDR_MAX	128	/* IPoIB + IPv4/IPv6 + TCP, options too */
