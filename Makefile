@@ -105,7 +105,9 @@ demo:
 	@$(MAKE) --no-print-directory kernels KSER=$(DEMO_KSER)
 	@selftests/run.sh --demo $(DEMO_KSER)
 
+# sockperf (latency rows) and linux-perf (the profile) only the bench needs
 bench: kernels
+	@$(VM)/deps.sh sockperf linux-perf
 	@selftests/run.sh --bench $(KSER)
 
 # developer target, not CI: a brand-new Debian 12 (selftests/vm/fresh.sh)

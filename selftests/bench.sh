@@ -2,93 +2,377 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: none
 #
-# make bench: throughput and latency of IPoIB on softib next to veth, all
-# in the same guest boot so the numbers compare. Prints KTAP (one line per
-# measurement that ran) and a table with ratios to veth and to the
-# in-tree driver. Numbers under QEMU TCG are low in absolute terms; only
-# ratios within one run mean something.
+# make bench: IPoIB on softib next to veth, all in one guest boot so that
+# the numbers compare. Documentation/performance.rst explains the method.
 #
-# Variants: veth; in-tree ib_ipoib datagram and connected; ours where its
-# datapath exists (it joins the table once ib0 appears with our driver).
-# Env BENCH_SECS (default 10) per iperf3 run.
+# Variants (one after the other, never two at once):
+#   veth               the ceiling of the netns + TCP/IP stack in this guest
+#   DRV-dg-off         datagram mode, softib offloads=0 (software checksums)
+#   DRV-dg             datagram mode, softib offloads=1 (UD csum + LSO)
+#   DRV-cm             connected mode, MTU 65520 (offloads=1 loaded)
+# with DRV the in-tree ib_ipoib ("intree") and ours. Rows per variant:
+#   tcp1, tcp4         iperf3 TCP Mbit/s, 1 and 4 streams
+#   cpu_gb             guest CPU seconds (all CPUs, busy jiffies of
+#                      /proc/stat) per GB received, during tcp1
+#   udp64_pps          iperf3 UDP, 64-byte payloads, unlimited rate:
+#                      datagrams/s that arrived, and udp64_loss (%)
+#   rr_p50, rr_p99     sockperf UDP ping-pong, 64 bytes, round trip (us)
+# Control plane, per driver (datagram mode):
+#   children_s         create, bring up and delete BENCH_CHILDREN children
+#                      (in batches of BENCH_BATCH, P_Keys in the table)
+#   child_kb           memory per child with a batch up (MemTotal -
+#                      MemAvailable, before and after)
+#   pkey_ms            a child's P_Key added by the SM -> carrier up
+#
+# BENCH_ROUNDS rounds (3); each runs every variant, the drivers' order
+# alternating between rounds. The table gives the median and the spread
+# ((max - min) / median) per row, and the ratios ours/in-tree and
+# ours/veth; the JSON (BENCH_JSON, default /results/bench.json: the
+# host's .build/<abi>/results/) has every sample. BENCH_PROFILE=1 (the
+# default) adds a perf profile (software cpu-clock) of both drivers in
+# datagram mode for TCP and UDP. Env BENCH_SECS (4) per measurement.
 
 source "$(dirname "$0")/lib.sh"
 
-require_cmd iperf3 ping
+require_cmd iperf3 sockperf python3
 
-SECS=${BENCH_SECS:-10}
-declare -A TCP RTT
+ROUNDS=${BENCH_ROUNDS:-3}
+SECS=${BENCH_SECS:-4}
+CHILDREN=${BENCH_CHILDREN:-1000}
+BATCH=${BENCH_BATCH:-25}
+PROFILE=${BENCH_PROFILE:-1}
+JSON=${BENCH_JSON:-/results/bench.json}
+[[ -d $(dirname "$JSON") && -w $(dirname "$JSON") ]] || JSON=/tmp/bench.json
+SAMPLES=/tmp/bench.$$.tsv
+: >"$SAMPLES"
+HZ_USER=$(getconf CLK_TCK)
+SRV=192.0.2.2
+round=0
 
-# rtt_us NS ADDR: average ping RTT over 20 pings, in microseconds
-rtt_us() {
-	local us
-
-	us=$(ip netns exec "$1" ping -q -c 20 -i 0.05 -W 1 "$2" |
-		awk -F/ '/^rtt/ { printf "%d\n", $5 * 1000 }')
-	[[ -n $us ]] && echo "$us"
+# sample VARIANT ROW VALUE: one measurement of this round
+sample() {
+	[[ -n $3 ]] || return 1
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$round" "$3" >>"$SAMPLES"
+	ktap_diag "round $round: $1 $2 $3"
 }
 
-measure() { # NAME: iperf3 TCP and ping between $A and 192.0.2.2 in $B
-	local name=$1
-
-	TCP[$name]=$(iperf_mbps "$A" "$B" 192.0.2.2 "$SECS")
-	ktap_result $? "$name: iperf3 TCP ${SECS}s: ${TCP[$name]:-0} Mbit/s"
-	RTT[$name]=$(rtt_us "$A" 192.0.2.2)
-	ktap_result $? "$name: ping RTT ${RTT[$name]:-0} us"
+# busy jiffies of all CPUs: user nice system irq softirq steal
+cpu_busy() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
 }
 
-ktap_header 10
+# iperf3 -J output on stdin: "MBIT BYTES" received
+iperf_tcp_parse() {
+	python3 -c '
+import json, sys
+e = json.load(sys.stdin)["end"]["sum_received"]
+print(int(e["bits_per_second"] / 1e6), int(e["bytes"]))'
+}
 
-# veth: the ceiling of the netns + TCP stack in this guest (the guest's
-# usermode helper cannot autoload modules: load veth explicitly)
-modprobe veth
-setup_ns A B
-ip link add vA netns "$A" type veth peer name vB netns "$B" &&
-	ip -n "$A" addr add 192.0.2.1/24 dev vA && ip -n "$B" addr add 192.0.2.2/24 dev vB &&
-	ip -n "$A" link set vA up && ip -n "$B" link set vB up &&
-	slowwait 10 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
-measure veth
-cleanup_ns
+# iperf3 -J output on stdin: "PPS LOSS%" of a UDP run
+iperf_udp_parse() {
+	python3 -c '
+import json, sys
+s = json.load(sys.stdin)["end"]["sum"]
+got = s["packets"] - s["lost_packets"]
+print(int(got / s["seconds"]), round(s["lost_percent"], 1))'
+}
 
-for drv in intree ours; do
-	IPOIB=$drv
-	if ! ipoib_fabric_up 2>/dev/null; then
-		for v in "datagram: iperf3" "datagram: ping" "connected: iperf3" "connected: ping"; do
-			ktap_skip "$drv-$v" "no IPoIB datapath with IPOIB=$drv"
-		done
-		__defer_run
-		cleanup_ns
-		continue
-	fi
-	measure "$drv-datagram"
-	cm=1
-	for pair in "$A ib0" "$B ib1"; do
-		set -- $pair
-		ip netns exec "$1" sh -c "echo connected > /sys/class/net/$2/mode" 2>/dev/null &&
-			ip -n "$1" link set "$2" mtu 65520 || cm=0
+tcp_rows() { # VARIANT
+	local out c0 c1 mbit bytes
+
+	for streams in 1 4; do
+		iperf_server "$B" $SRV || return 1
+		c0=$(cpu_busy)
+		out=$(ip netns exec "$A" timeout $((SECS + 30)) \
+			iperf3 -c $SRV -t "$SECS" -P $streams -J) || return 1
+		c1=$(cpu_busy)
+		read -r mbit bytes < <(iperf_tcp_parse <<<"$out") || return 1
+		sample "$1" tcp$streams "$mbit"
+		((streams == 1 && bytes > 0)) &&
+			sample "$1" cpu_gb "$(awk -v j=$((c1 - c0)) -v hz="$HZ_USER" -v b="$bytes" \
+				'BEGIN { printf "%.2f", j / hz / (b / 1e9) }')"
 	done
-	if ((cm)); then
-		measure "$drv-connected"
+}
+
+udp_rows() { # VARIANT
+	local out pps loss
+
+	iperf_server "$B" $SRV || return 1
+	out=$(ip netns exec "$A" timeout $((SECS + 30)) \
+		iperf3 -c $SRV -u -b 0 -l 64 -t "$SECS" -J) || return 1
+	read -r pps loss < <(iperf_udp_parse <<<"$out") || return 1
+	sample "$1" udp64_pps "$pps"
+	sample "$1" udp64_loss "$loss"
+}
+
+rr_rows() { # VARIANT
+	local out
+
+	ip netns exec "$B" sockperf sr -i $SRV --daemonize >/dev/null 2>&1 || return 1
+	out=$(ip netns exec "$A" timeout $((SECS + 30)) \
+		sockperf pp -i $SRV -t "$SECS" -m 64 --full-rtt 2>&1)
+	pkill -f "sockperf sr -i $SRV"
+	sample "$1" rr_p50 "$(awk '/percentile 50.000 =/ { print $NF }' <<<"$out")" &&
+		sample "$1" rr_p99 "$(awk '/percentile 99.000 =/ { print $NF }' <<<"$out")"
+}
+
+measure() { # VARIANT
+	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 $SRV >/dev/null || return 1
+	tcp_rows "$1" && udp_rows "$1" && rr_rows "$1"
+}
+
+veth_up() {
+	modprobe veth
+	setup_ns A B
+	ip link add vA netns "$A" type veth peer name vB netns "$B" &&
+		ip -n "$A" addr add 192.0.2.1/24 dev vA && ip -n "$B" addr add $SRV/24 dev vB &&
+		ip -n "$A" link set vA up && ip -n "$B" link set vB up
+}
+
+set_connected() {
+	local pair
+
+	for pair in "$A ib0" "$B ib1"; do
+		# shellcheck disable=SC2086
+		set -- $pair
+		ip netns exec "$1" sh -c "echo connected > /sys/class/net/$2/mode" &&
+			ip -n "$1" link set "$2" mtu 65520 || return 1
+	done
+}
+
+# The partitions of the control-plane rows: the default one and BATCH more
+# (P_Keys 0x8001...), the first BATCH children's; pkey_ms adds one more.
+policy_batch() { # [EXTRA P_KEY]
+	local i lines=("Default=0x7fff, ipoib : ALL=full;")
+
+	for ((i = 1; i <= BATCH; i++)); do
+		lines+=("$(printf 'b%d=0x%04x, ipoib : ALL=full;' $i $i)")
+	done
+	[[ -n ${1:-} ]] && lines+=("$(printf 'extra=0x%04x, ipoib : ALL=full;' "$1")")
+	softib_policy "${lines[@]}"
+}
+
+children_up() { # NS: every b* child has carrier
+	! ip -n "$1" -o link show | grep -E ': b[0-9]+@' | grep -qv LOWER_UP
+}
+
+mem_used_kb() {
+	awk '/^MemTotal:/ { t = $2 } /^MemAvailable:/ { a = $2 } END { print t - a }' /proc/meminfo
+}
+
+control_rows() { # DRV
+	local i n t0 m0 m1 cmds del
+
+	policy_batch || return 1
+	t0=$(date +%s%N)
+	for ((n = 0; n < CHILDREN; n += BATCH)); do
+		cmds="" del=""
+		for ((i = 1; i <= BATCH; i++)); do
+			cmds+=$(printf 'link add link ib0 name b%d type ipoib pkey 0x%04x\nlink set b%d up\n' \
+				$i $((0x8000 + i)) $i)$'\n'
+			del+="link del b$i"$'\n'
+		done
+		((n == 0)) && m0=$(mem_used_kb)
+		ip -n "$A" -batch - <<<"$cmds" || return 1
+		if ((n == 0)); then
+			# the first batch: with carrier (joined), then its memory
+			slowwait 60 children_up "$A" || return 1
+			sleep 1
+			m1=$(mem_used_kb)
+		fi
+		ip -n "$A" -batch - <<<"$del" || return 1
+	done
+	sample "$1" children_s "$(awk -v ns=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')"
+	sample "$1" child_kb $(((m1 - m0) / BATCH))
+
+	# a child whose P_Key the SM does not have yet: carrier when it comes
+	ip -n "$A" link add link ib0 name pk type ipoib pkey 0x8abc &&
+		ip -n "$A" link set pk up || return 1
+	sleep 1
+	ipoib_lower_up "$A" pk && return 1
+	t0=$(date +%s%N)
+	policy_batch 0x0abc || return 1
+	ip netns exec "$A" timeout 60 sh -c \
+		'until grep -qx 1 /sys/class/net/pk/carrier 2>/dev/null; do sleep 0.01; done' || return 1
+	sample "$1" pkey_ms $((($(date +%s%N) - t0) / 1000000))
+	ip -n "$A" link del pk
+}
+
+# softib's own ceiling (drivers/softib/bench.c): verbs-level send loops
+# from port 1 to port 2, no IPoIB driver loaded
+softib_rows() {
+	local f line t size n
+
+	load_softib debug_wrid=0 || return 1
+	f=$SOFTIB_DBG/bench
+	slowwait 10 softib_ports_active >/dev/null || { unload_softib; return 1; }
+	for line in "ud 64 20000" "rc 64 20000" "ud 4096 5000" "rc 65536 1000"; do
+		read -r t size n <<<"$line"
+		echo "$line" >"$f" || { unload_softib; return 1; }
+		read -r -a r <"$f"
+		# "T size S messages N ns NS msg/s M MB/s B lost L"
+		if ((size == 64)); then
+			sample softib-$t verbs64_mps "${r[8]}"
+		else
+			sample softib-$t verbs_mbps "${r[10]}"
+		fi
+	done
+	unload_softib
+}
+
+# driver_rows DRV OFFLOADS: one driver on one softib offload setting:
+# datagram rows; with offloads also the connected rows and the control
+# plane (children in datagram mode: the parent's mode is not theirs).
+# Fails (with a diagnostic) if any of them did.
+driver_rows() {
+	local failed=""
+
+	IPOIB=$1
+	# debug_wrid=0: the suite's wr_id check is not part of the HCA
+	if ipoib_fabric_up offloads="$2" debug_wrid=0; then
+		if (($2)); then
+			measure "$1-dg" || failed+=" datagram"
+			if set_connected; then
+				measure "$1-cm" || failed+=" connected"
+			else
+				failed+=" connected-mode-switch"
+			fi
+			control_rows "$1" || failed+=" control-plane"
+		else
+			measure "$1-dg-off" || failed+=" datagram"
+		fi
 	else
-		ktap_skip "$drv-connected: iperf3" "IPOIB=$drv has no connected mode"
-		ktap_skip "$drv-connected: ping" "IPOIB=$drv has no connected mode"
+		failed=" fabric-up"
 	fi
 	__defer_run
 	cleanup_ns
-done
-
-ratio() { # A B: A/B with two decimals, or -
-	[[ -n $1 && -n $2 && $2 -gt 0 ]] || { echo -; return; }
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
+	[[ -z $failed ]] || ktap_diag "$1 offloads=$2, round $round: failed:$failed"
+	[[ -z $failed ]]
 }
 
-ktap_diag "variant            TCP Mbit/s  /veth  /in-tree   RTT us"
-for v in veth intree-datagram ours-datagram intree-connected ours-connected; do
-	[[ -n ${TCP[$v]:-} ]] || continue
-	ref=${v/ours/intree}
-	ktap_diag "$(printf '%-18s %10s %6s %8s %8s' "$v" "${TCP[$v]}" \
-		"$(ratio "${TCP[$v]}" "${TCP[veth]:-}")" \
-		"$(ratio "${TCP[$v]}" "${TCP[$ref]:-}")" "${RTT[$v]:-}")"
+# profile DRV: perf (cpu-clock, all CPUs) over one TCP and one UDP run in
+# datagram mode with offloads; the top symbols of each
+profile() {
+	local perf row
+
+	perf=$(ls /usr/bin/perf_[0-9]* 2>/dev/null | sort -V | tail -n 1)
+	[[ -x $perf ]] || { ktap_diag "profile: no perf (Debian linux-perf)"; return 0; }
+	IPOIB=$1
+	ipoib_fabric_up offloads=1 debug_wrid=0 || return 1
+	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 $SRV >/dev/null || return 1
+	for row in tcp udp; do
+		iperf_server "$B" $SRV || return 1
+		local args=(-t "$SECS")
+		[[ $row == udp ]] && args+=(-u -b 0 -l 64)
+		"$perf" record -q -e cpu-clock -F 499 -a -o /tmp/perf.data -- \
+			ip netns exec "$A" iperf3 -c $SRV "${args[@]}" >/dev/null 2>&1
+		ktap_diag "profile $1-dg $row (cpu-clock, all CPUs, top 15):"
+		ktap_diag "$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio --no-children \
+			--sort sym 2>/dev/null | grep -v '^$' | head -n 15)"
+	done
+	rm -f /tmp/perf.data
+	__defer_run
+	cleanup_ns
+}
+
+ktap_header $((ROUNDS * 6 + 1))
+ktap_diag "$ROUNDS rounds, ${SECS}s per measurement, $CHILDREN children in batches of $BATCH"
+start=$SECONDS
+for ((round = 1; round <= ROUNDS; round++)); do
+	veth_up && measure veth
+	ktap_result $? "round $round: veth"
+	cleanup_ns
+	softib_rows
+	ktap_result $? "round $round: softib verbs loops"
+	drivers="intree ours"
+	((round % 2)) || drivers="ours intree"
+	for drv in $drivers; do
+		for off in 1 0; do
+			driver_rows "$drv" $off
+			ktap_result $? "round $round: $drv, softib offloads=$off"
+		done
+	done
+	ktap_diag "round $round done after $((SECONDS - start))s"
 done
 
+if ((PROFILE)); then
+	for drv in intree ours; do
+		profile "$drv" || ktap_diag "profile of $drv failed"
+	done
+fi
+
+# the table and the JSON
+table=$(python3 - "$SAMPLES" "$JSON" "$(uname -r)" "$ROUNDS" "$SECS" <<'PY'
+
+import json, statistics, sys
+samples, out, kernel, rounds, secs = sys.argv[1:]
+data = {}
+for line in open(samples):
+    v, row, rnd, val = line.rstrip("\n").split("\t")
+    data.setdefault(v, {}).setdefault(row, []).append(float(val))
+
+def med(v, row):
+    s = data.get(v, {}).get(row)
+    return statistics.median(s) if s else None
+
+def spread(v, row):
+    s = data.get(v, {}).get(row)
+    m = med(v, row)
+    return (max(s) - min(s)) / m if s and m else None
+
+rows = [("tcp1", "Mbit/s", 1), ("tcp4", "Mbit/s", 1), ("cpu_gb", "CPU s/GB", -1),
+        ("udp64_pps", "pkt/s", 1), ("udp64_loss", "% lost", -1),
+        ("rr_p50", "us", -1), ("rr_p99", "us", -1)]
+modes = ["dg-off", "dg", "cm"]
+fmt = "{:<12} {:<7} {:>10} {:>6} {:>10} {:>6} {:>10} {:>7} {:>7}"
+print(fmt.format("row", "mode", "in-tree", "+-%", "ours", "+-%", "veth", "/intree", "/veth"))
+table = []
+def num(x):
+    return "-" if x is None else ("%.0f" % x if abs(x) >= 100 else "%.2f" % x)
+def ratio(a, b, better):
+    if a is None or not b:
+        return None
+    return a / b
+for row, unit, better in rows:
+    for mode in modes:
+        i, o, ve = med("intree-" + mode, row), med("ours-" + mode, row), med("veth", row)
+        if i is None and o is None:
+            continue
+        r_i, r_v = ratio(o, i, better), ratio(o, ve, better)
+        si, so = spread("intree-" + mode, row), spread("ours-" + mode, row)
+        print(fmt.format(row, mode, num(i), num(si and si * 100), num(o), num(so and so * 100),
+                         num(ve), num(r_i), num(r_v)))
+        table.append(dict(row=row, unit=unit, mode=mode, intree=i, ours=o, veth=ve,
+                          ours_intree=r_i, ours_veth=r_v, spread_intree=si, spread_ours=so,
+                          higher_is_better=better > 0))
+for row, unit in [("children_s", "s"), ("child_kb", "kB"), ("pkey_ms", "ms")]:
+    i, o = med("intree", row), med("ours", row)
+    if i is None and o is None:
+        continue
+    r_i = ratio(o, i, -1)
+    si, so = spread("intree", row), spread("ours", row)
+    print(fmt.format(row, "ctl", num(i), num(si and si * 100), num(o), num(so and so * 100),
+                     "-", num(r_i), "-"))
+    table.append(dict(row=row, unit=unit, mode="control", intree=i, ours=o, ours_intree=r_i,
+                      spread_intree=si, spread_ours=so, higher_is_better=False))
+for row, unit in [("verbs64_mps", "msg/s (64 B)"), ("verbs_mbps", "MB/s (UD 4 KiB, RC 64 KiB)")]:
+    for t in ("ud", "rc"):
+        m = med("softib-" + t, row)
+        if m is None:
+            continue
+        sp = spread("softib-" + t, row)
+        print("softib %s %s: %s %s (+-%s%%)" % (t, row, num(m), unit, num(sp and sp * 100)))
+        table.append(dict(row=row, unit=unit, mode="softib-" + t, softib=m, spread=sp))
+json.dump(dict(kernel=kernel, rounds=int(rounds), seconds=int(secs), table=table,
+               samples=data), open(out, "w"), indent=1)
+print("JSON: " + out)
+PY
+)
+rc=$?
+ktap_diag "$table"
+(exit $rc)
+
+ktap_result $? "table and JSON ($JSON)"
+rm -f "$SAMPLES"
 ktap_finish

@@ -177,6 +177,11 @@ run_series() {
 		esac
 		pt=$((pt + p - s)) st=$((st + s)) ft=$((ft + f))
 	done
+	# make bench: its samples and table as .build/bench-<abi>.json
+	if [[ $guest_cmd == */bench.sh && -e $b/results/bench.json ]]; then
+		cp "$b/results/bench.json" ".build/bench-$abi.json"
+		echo "# kernel $abi: bench JSON in .build/bench-$abi.json"
+	fi
 	echo "# kernel $abi: $pt passed, $ft failed, $st skipped"
 	echo "# kernel $abi: $((SECONDS - start))s"
 	echo "# counts $pt $((ft + fail)) $st"
