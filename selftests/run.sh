@@ -110,6 +110,9 @@ if ((shell)); then
 		env KO_DIR="$ROOT/.build/$abi/ko" EXPECT_ABI="$abi" bash -l
 fi
 
+# make bench BENCH_ROUNDS=1 ...: the bench's settings reach the guest
+mapfile -t bench_env < <(env | grep -E '^BENCH_[A-Z]+=' || true)
+
 # the suite's own sum (scaled by guest-suite.sh) plus the boot
 timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 * TIMEOUT_SCALE ))
 
@@ -151,7 +154,7 @@ run_series() {
 				-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
 				DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
 				TIMEOUT_SCALE="$TIMEOUT_SCALE" PART="$k/$n" \
-				SOFTIB_PARAMS="${SOFTIB_PARAMS:-}" \
+				SOFTIB_PARAMS="${SOFTIB_PARAMS:-}" "${bench_env[@]}" \
 				"$guest_cmd" || rc=$?
 			echo "$rc" >"$res.rc"
 		) &
