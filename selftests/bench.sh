@@ -87,11 +87,12 @@ tcp_rows() { # VARIANT
 		out=$(ip netns exec "$A" timeout $((SECS + 30)) \
 			iperf3 -c $SRV -t "$SECS" -P $streams -J) || return 1
 		c1=$(cpu_busy)
-		read -r mbit bytes < <(iperf_tcp_parse <<<"$out") || return 1
+		read -r mbit bytes <<<"$(iperf_tcp_parse <<<"$out")" && [[ -n $mbit ]] || return 1
 		sample "$1" tcp$streams "$mbit"
-		((streams == 1 && bytes > 0)) &&
+		if ((streams == 1 && bytes > 0)); then
 			sample "$1" cpu_gb "$(awk -v j=$((c1 - c0)) -v hz="$HZ_USER" -v b="$bytes" \
 				'BEGIN { printf "%.2f", j / hz / (b / 1e9) }')"
+		fi
 	done
 }
 
@@ -101,7 +102,7 @@ udp_rows() { # VARIANT
 	iperf_server "$B" $SRV || return 1
 	out=$(ip netns exec "$A" timeout $((SECS + 30)) \
 		iperf3 -c $SRV -u -b 0 -l 64 -t "$SECS" -J) || return 1
-	read -r pps loss < <(iperf_udp_parse <<<"$out") || return 1
+	read -r pps loss <<<"$(iperf_udp_parse <<<"$out")" && [[ -n $pps ]] || return 1
 	sample "$1" udp64_pps "$pps"
 	sample "$1" udp64_loss "$loss"
 }
