@@ -3,15 +3,17 @@
 # ipoib: both
 # timeout: 420
 #
-# Connected mode through pkey children: 16 child pairs, each in its own
-# partition and each with its own RC connection both ways; a peer child
-# deleted mid-stream and created again (new QPN) is reconnected to.
+# Connected mode through pkey children: N child pairs (8; 16 with
+# LONG=1), each in its own partition and each with its own RC connection
+# both ways; a peer child deleted mid-stream and created again (new QPN)
+# is reconnected to.
 
 source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping iperf3
 
-N=16
+N=8
+[[ $LONG == 1 ]] && N=16
 ktap_header 6
 ktap_diag "IPOIB=$IPOIB"
 

@@ -4,10 +4,10 @@
 # timeout: 360
 #
 # Connected mode on an HCA without SRQ (softib srq=0): every passive
-# connection has its own receive ring, at most max_nonsrq_conn_qp (4
-# here) per interface. Eight peers (children of ib1, each in its own
-# netns, connected mode) connect to ib0 (datagram mode, so it only
-# accepts): exactly four connections are accepted, the others refused.
+# connection has its own receive ring, at most max_nonsrq_conn_qp (MAX,
+# 2 here) per interface. N = 2 * MAX peers (children of ib1, each in its
+# own netns, connected mode) connect to ib0 (datagram mode, so it only
+# accepts): exactly MAX connections are accepted, the others refused.
 # Ours falls back to UD for refused peers, which keep working (and get
 # ICMP frag-needed for what UD cannot carry); in-tree has no fallback.
 
@@ -15,15 +15,16 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping
 
-N=8
+MAX=2
+N=$((2 * MAX))
 ktap_header 5
 ktap_diag "IPOIB=$IPOIB"
 
 modprobe ib_cm
 load_softib srq=0 && slowwait 10 softib_ports_active >/dev/null &&
-	load_ipoib max_nonsrq_conn_qp=4 recv_queue_size=64 &&
+	load_ipoib max_nonsrq_conn_qp=$MAX recv_queue_size=64 &&
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
-ktap_result $? "softib srq=0, ib_ipoib max_nonsrq_conn_qp=4" || ktap_finish
+ktap_result $? "softib srq=0, ib_ipoib max_nonsrq_conn_qp=$MAX" || ktap_finish
 defer unload_softib
 defer unload_ipoib
 
@@ -51,7 +52,7 @@ for i in $(seq 1 $N); do
 done
 log_test "$N connected-mode peers on ib1, ib0 in datagram mode"
 
-# one at a time, so that the first four are the ones accepted
+# one at a time, so that the first MAX are the ones accepted
 reached=0
 for i in $(seq 1 $N); do
 	ip netns exec "${peers[i - 1]}" ping -c 2 -W 2 192.0.2.1 >/dev/null && reached=$((reached + 1))
@@ -59,15 +60,15 @@ done
 ktap_diag "$reached of $N peers reached ib0"
 
 RET=0
-for i in $(seq 1 4); do
+for i in $(seq 1 $MAX); do
 	ip netns exec "${peers[i - 1]}" ping -c 1 -W 2 -s 9000 192.0.2.1 >/dev/null
 	check_err $? "peer$i: ping -s 9000 (within the limit: RC)"
 done
-log_test "the first four peers are connected (9000-byte pings)"
+log_test "the first $MAX peers are connected (9000-byte pings)"
 
 rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
-[[ $rcs == 4 ]]
-ktap_result $? "exactly 4 passive RC QPs on port 1 (found $rcs)"
+[[ $rcs == "$MAX" ]]
+ktap_result $? "exactly $MAX passive RC QPs on port 1 (found $rcs)"
 
 if [[ $IPOIB == ours ]]; then
 	RET=0
