@@ -18,8 +18,9 @@
 #                      datagrams/s that arrived, and udp64_loss (%)
 #   rr_p50, rr_p99     sockperf UDP ping-pong, 64 bytes, round trip (us)
 # Control plane, per driver (datagram mode):
-#   children_s         create, bring up and delete BENCH_CHILDREN children
-#                      (in batches of BENCH_BATCH, P_Keys in the table)
+#   children_s         seconds per 1000 children created, brought up and
+#                      deleted (BENCH_CHILDREN in all, shared by the rounds,
+#                      in batches of BENCH_BATCH, P_Keys in the table)
 #   child_kb           memory per child with a batch up (MemTotal -
 #                      MemAvailable, before and after)
 #   pkey_ms            a child's P_Key added by the SM -> carrier up
@@ -42,6 +43,9 @@ CHILDREN=${BENCH_CHILDREN:-1000}
 BATCH=${BENCH_BATCH:-25}
 PROFILE=${BENCH_PROFILE:-1}
 JSON=${BENCH_JSON:-/results/bench.json}
+# the rounds share the CHILDREN between them, BATCH at a time
+PER_ROUND=$(((CHILDREN + ROUNDS - 1) / ROUNDS))
+PER_ROUND=$(((PER_ROUND + BATCH - 1) / BATCH * BATCH))
 [[ -d $(dirname "$JSON") && -w $(dirname "$JSON") ]] || JSON=/tmp/bench.json
 SAMPLES=/tmp/bench.$$.tsv
 : >"$SAMPLES"
@@ -167,7 +171,7 @@ control_rows() { # DRV
 
 	policy_batch || return 1
 	t0=$(date +%s%N)
-	for ((n = 0; n < CHILDREN; n += BATCH)); do
+	for ((n = 0; n < PER_ROUND; n += BATCH)); do
 		cmds="" del=""
 		for ((i = 1; i <= BATCH; i++)); do
 			cmds+=$(printf 'link add link ib0 name b%d type ipoib pkey 0x%04x\nlink set b%d up\n' \
@@ -184,7 +188,9 @@ control_rows() { # DRV
 		fi
 		ip -n "$A" -batch - <<<"$del" || return 1
 	done
-	sample "$1" children_s "$(awk -v ns=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')"
+	# seconds per 1000 children (each round makes its share of them)
+	sample "$1" children_s "$(awk -v ns=$(($(date +%s%N) - t0)) -v n="$n" \
+		'BEGIN { printf "%.1f", ns / 1e9 * 1000 / n }')"
 	sample "$1" child_kb $(((m1 - m0) / BATCH))
 
 	# a child whose P_Key the SM does not have yet: carrier when it comes
@@ -257,7 +263,7 @@ driver_rows() {
 profile() {
 	local perf row
 
-	perf=$(ls /usr/bin/perf_[0-9]* 2>/dev/null | sort -V | tail -n 1)
+	perf=$(command -v perf)
 	[[ -x $perf ]] || { ktap_diag "profile: no perf (Debian linux-perf)"; return 0; }
 	IPOIB=$1
 	ipoib_fabric_up offloads=1 debug_wrid=0 || return 1
@@ -278,7 +284,7 @@ profile() {
 }
 
 ktap_header $((ROUNDS * 6 + 1))
-ktap_diag "$ROUNDS rounds, ${SECS}s per measurement, $CHILDREN children in batches of $BATCH"
+ktap_diag "$ROUNDS rounds, ${SECS}s per measurement, $PER_ROUND children per round in batches of $BATCH"
 start=$SECONDS
 for ((round = 1; round <= ROUNDS; round++)); do
 	veth_up && measure veth
@@ -347,7 +353,7 @@ for row, unit, better in rows:
         table.append(dict(row=row, unit=unit, mode=mode, intree=i, ours=o, veth=ve,
                           ours_intree=r_i, ours_veth=r_v, spread_intree=si, spread_ours=so,
                           higher_is_better=better > 0))
-for row, unit in [("children_s", "s"), ("child_kb", "kB"), ("pkey_ms", "ms")]:
+for row, unit in [("children_s", "s per 1000"), ("child_kb", "kB"), ("pkey_ms", "ms")]:
     i, o = med("intree", row), med("ours", row)
     if i is None and o is None:
         continue
