@@ -55,12 +55,15 @@ softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
 setup_ns A B
 # A reloaded driver has a new QPN; its gratuitous ARP goes out before it
 # has carrier and is lost, so the other end learns it by probing its
-# stale entry: seconds with these (for every interface moved in later)
-for ns in "$A" "$B"; do
-	ip netns exec "$ns" sysctl -qw net.ipv4.neigh.default.base_reachable_time_ms=2000 \
-		net.ipv4.neigh.default.delay_first_probe_time=1
-done
+# stale entry: seconds with these. Per interface, set before its entries
+# exist: a netns has no neigh "default" of its own, and a REACHABLE
+# entry's timer keeps the time it was armed with (15-45 s by default).
+short_neigh() { # NS DEV
+	ip netns exec "$1" sysctl -qw "net.ipv4.neigh.$2.base_reachable_time_ms=2000" \
+		"net.ipv4.neigh.$2.delay_first_probe_time=1"
+}
 ip link set ib0 netns "$A" && ip link set ibx1 netns "$B" &&
+	short_neigh "$A" ib0 && short_neigh "$B" ibx1 &&
 	ip -n "$A" addr add 192.0.2.1/24 dev ib0 && ip -n "$B" addr add 192.0.2.2/24 dev ibx1 &&
 	ip -n "$A" link set ib0 up && ip -n "$B" link set ibx1 up &&
 	slowwait 20 ipoib_lower_up "$A" ib0 && slowwait 20 ipoib_lower_up "$B" ibx1
@@ -120,7 +123,7 @@ iperf_both "connected mode" 192.0.2.1 192.0.2.2
 
 # bring_up NS DEV ADDR: move a fresh parent in, connected, addressed, up
 bring_up() {
-	ip link set "$2" netns "$1" &&
+	ip link set "$2" netns "$1" && short_neigh "$1" "$2" &&
 		ip netns exec "$1" sh -c "echo connected > /sys/class/net/$2/mode" &&
 		ip -n "$1" link set "$2" mtu 65520 &&
 		ip -n "$1" addr add "$3/24" dev "$2" && ip -n "$1" link set "$2" up &&
@@ -135,9 +138,8 @@ iperf_start "$B" "$A" 192.0.2.1 8
 sleep 3
 rmmod ib_ipoib
 check_err $? "rmmod the in-tree ib_ipoib mid-stream"
-# (the client ends at its timeout: meanwhile ours' entry for the old
-# address goes stale and is probed)
-wait $IPERF_PID
+# the client's peer is gone: it would wait for its timeout
+iperf_stop
 modprobe ib_ipoib && slowwait 10 test -d /sys/class/net/ib0 >/dev/null &&
 	bring_up "$A" ib0 192.0.2.1
 check_err $? "in-tree ib_ipoib reloaded"
@@ -150,7 +152,7 @@ iperf_start "$A" "$B" 192.0.2.2 8
 sleep 3
 rmmod ib_ipoib_interop
 check_err $? "rmmod ours mid-stream"
-wait $IPERF_PID
+iperf_stop
 insmod "$ko" && slowwait 10 test -d /sys/class/net/ibx1 >/dev/null &&
 	bring_up "$B" ibx1 192.0.2.2
 check_err $? "ours reloaded"
