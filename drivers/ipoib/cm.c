@@ -121,22 +121,6 @@ static struct sk_buff *ipoib_cm_alloc_head(struct ipoib_dev_priv *priv,
 	return skb;
 }
 
-static struct page *ipoib_cm_alloc_page(struct ipoib_dev_priv *priv,
-					u64 *mapping, gfp_t gfp)
-{
-	struct page *page = alloc_page(gfp);
-
-	if (!page)
-		return NULL;
-	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
-				   DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(priv->ca, *mapping)) {
-		__free_page(page);
-		return NULL;
-	}
-	return page;
-}
-
 /* Give "buf" every piece it lacks; pieces it has stay mapped. */
 static int ipoib_cm_fill_buf(struct ipoib_dev_priv *priv,
 			     struct ipoib_cm_rx_buf *buf, gfp_t gfp)
@@ -151,7 +135,7 @@ static int ipoib_cm_fill_buf(struct ipoib_dev_priv *priv,
 	for (i = 0; i < IPOIB_CM_FRAGS; i++) {
 		if (buf->pages[i])
 			continue;
-		buf->pages[i] = ipoib_cm_alloc_page(priv, &buf->mapping[i + 1],
+		buf->pages[i] = ipoib_alloc_rx_page(priv, &buf->mapping[i + 1],
 						    gfp);
 		if (!buf->pages[i])
 			return -ENOMEM;
@@ -893,7 +877,7 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	if (!fresh)
 		goto drop;
 	for (j = 0; j < used; j++) {
-		pages[j] = ipoib_cm_alloc_page(priv, &maps[j + 1], GFP_ATOMIC);
+		pages[j] = ipoib_alloc_rx_page(priv, &maps[j + 1], GFP_ATOMIC);
 		if (!pages[j])
 			goto drop_fresh;
 	}

@@ -29,7 +29,6 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 		.cap = {
 			.max_send_wr = ipoib_send_queue_size,
 			.max_recv_wr = ipoib_recv_queue_size,
-			.max_recv_sge = 1,
 		},
 	};
 	struct ib_cq_init_attr cq_attr = {};
@@ -39,6 +38,10 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 	priv->max_send_sge = clamp_t(unsigned int, priv->ca->attrs.max_send_sge,
 				     1, IPOIB_MAX_TX_SGE);
 	init.cap.max_send_sge = priv->max_send_sge;
+	/* head + page per receive where the HCA scatters into two SGEs */
+	priv->max_recv_sge = clamp_t(unsigned int, priv->ca->attrs.max_recv_sge,
+				     1, 2);
+	init.cap.max_recv_sge = priv->max_recv_sge;
 	/* an HCA that segments (mlx4, mlx5, softib) gets TCP in one send */
 	if (priv->ca->attrs.kernel_cap_flags & IBK_UD_TSO) {
 		init.create_flags |= IB_QP_CREATE_IPOIB_UD_LSO;
@@ -132,46 +135,86 @@ struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
 	return ah;
 }
 
-static unsigned int ipoib_rx_buf_size(struct ipoib_dev_priv *priv)
+/* A page for a receive buffer's tail, mapped whole (UD and CM). */
+struct page *ipoib_alloc_rx_page(struct ipoib_dev_priv *priv, u64 *mapping,
+				 gfp_t gfp)
 {
-	return IPOIB_UD_BUF(priv->max_ib_mtu);
+	struct page *page = alloc_page(gfp);
+
+	if (!page)
+		return NULL;
+	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
+				   DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, *mapping)) {
+		__free_page(page);
+		return NULL;
+	}
+	return page;
+}
+
+/* The receive buffer layout for this port MTU (while the transport is down). */
+static void ipoib_rx_layout(struct ipoib_dev_priv *priv)
+{
+	priv->rx_len = IPOIB_UD_BUF(priv->max_ib_mtu);
+	priv->rx_head = priv->rx_len;
+	if (priv->max_recv_sge >= 2 && priv->rx_len > IPOIB_UD_HEAD &&
+	    priv->rx_len - IPOIB_UD_HEAD <= PAGE_SIZE)
+		priv->rx_head = IPOIB_UD_HEAD;
+}
+
+static struct sk_buff *ipoib_alloc_rx_head(struct ipoib_dev_priv *priv,
+					   u64 *mapping)
+{
+	struct sk_buff *skb;
+
+	/* 4 bytes of headroom keep the IP header aligned after GRH+4 */
+	skb = dev_alloc_skb(priv->rx_head + 4);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, 4);
+	*mapping = ib_dma_map_single(priv->ca, skb->data, priv->rx_head,
+				     DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, *mapping)) {
+		dev_kfree_skb_any(skb);
+		return NULL;
+	}
+	return skb;
 }
 
 /*
- * Post receive slot "i", with a fresh buffer if it has none. Any failure
- * leaves the slot unposted; ipoib_refill() tries again on the next poll,
- * so the ring cannot stall for good.
+ * Post receive slot "i", with fresh pieces where it has none. Any failure
+ * leaves the slot unposted (with what it has); ipoib_refill() tries again
+ * on the next poll, so the ring cannot stall for good.
  */
 static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 {
 	struct ipoib_rx_buf *buf = &priv->rx_ring[i];
-	unsigned int size = ipoib_rx_buf_size(priv);
-	struct ib_sge sge;
+	bool paged = priv->rx_head < priv->rx_len;
+	struct ib_sge sge[2];
 	struct ib_recv_wr wr = {
 		.wr_id = i | IPOIB_OP_RECV,
-		.sg_list = &sge,
-		.num_sge = 1,
+		.sg_list = sge,
+		.num_sge = paged ? 2 : 1,
 	};
-	struct sk_buff *skb;
 	int ret;
 
 	if (!buf->skb) {
-		/* 4 bytes of headroom keep the IP header aligned after GRH+4 */
-		skb = dev_alloc_skb(size + 4);
-		if (!skb)
+		buf->skb = ipoib_alloc_rx_head(priv, &buf->mapping[0]);
+		if (!buf->skb)
 			return -ENOMEM;
-		skb_reserve(skb, 4);
-		buf->mapping = ib_dma_map_single(priv->ca, skb->data, size,
-						 DMA_FROM_DEVICE);
-		if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
-			dev_kfree_skb_any(skb);
-			return -EIO;
-		}
-		buf->skb = skb;
 	}
-	sge.addr = buf->mapping;
-	sge.length = size;
-	sge.lkey = priv->pd->local_dma_lkey;
+	if (paged && !buf->page) {
+		buf->page = ipoib_alloc_rx_page(priv, &buf->mapping[1],
+						GFP_ATOMIC);
+		if (!buf->page)
+			return -ENOMEM;
+	}
+	sge[0].addr = buf->mapping[0];
+	sge[0].length = priv->rx_head;
+	sge[0].lkey = priv->pd->local_dma_lkey;
+	sge[1].addr = buf->mapping[1];
+	sge[1].length = priv->rx_len - priv->rx_head;
+	sge[1].lkey = priv->pd->local_dma_lkey;
 	ret = ib_post_recv(priv->qp, &wr, NULL);
 	if (!ret) {
 		buf->posted = true;
@@ -196,13 +239,74 @@ static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
 {
 	struct ipoib_rx_buf *buf = &priv->rx_ring[i];
 
-	if (!buf->skb)
-		return;
-	ib_dma_unmap_single(priv->ca, buf->mapping, ipoib_rx_buf_size(priv),
-			    DMA_FROM_DEVICE);
-	dev_kfree_skb_any(buf->skb);
-	buf->skb = NULL;
+	if (buf->skb) {
+		ib_dma_unmap_single(priv->ca, buf->mapping[0], priv->rx_head,
+				    DMA_FROM_DEVICE);
+		dev_kfree_skb_any(buf->skb);
+		buf->skb = NULL;
+	}
+	if (buf->page) {
+		ib_dma_unmap_page(priv->ca, buf->mapping[1], PAGE_SIZE,
+				  DMA_FROM_DEVICE);
+		__free_page(buf->page);
+		buf->page = NULL;
+	}
 	buf->posted = false;
+}
+
+/*
+ * The pieces of slot "i" that carry a datagram of "len" bytes, taken out
+ * of the slot and unmapped: the head, and the page if the datagram
+ * reached it. A slot that cannot be given fresh pieces keeps the old
+ * ones instead (the datagram is dropped: a full ring matters more than
+ * one packet); then NULL.
+ */
+static struct sk_buff *ipoib_rx_take(struct ipoib_dev_priv *priv,
+				     unsigned int i, unsigned int len)
+{
+	struct ipoib_rx_buf *buf = &priv->rx_ring[i];
+	struct sk_buff *skb = buf->skb;
+	struct page *page = NULL;
+	u64 map_head = buf->mapping[0], map_page = buf->mapping[1];
+
+	buf->skb = NULL;
+	if (len > priv->rx_head) {
+		page = buf->page;
+		buf->page = NULL;
+	}
+	if (ipoib_post_rx(priv, i) == -ENOMEM) {
+		/* whatever the slot did not get anew, it gets back */
+		priv->dev->stats.rx_dropped++;
+		if (!buf->skb) {
+			buf->skb = skb;
+			buf->mapping[0] = map_head;
+		} else {
+			ib_dma_unmap_single(priv->ca, map_head, priv->rx_head,
+					    DMA_FROM_DEVICE);
+			dev_kfree_skb_any(skb);
+		}
+		if (page && !buf->page) {
+			buf->page = page;
+			buf->mapping[1] = map_page;
+		} else if (page) {
+			ib_dma_unmap_page(priv->ca, map_page, PAGE_SIZE,
+					  DMA_FROM_DEVICE);
+			__free_page(page);
+		}
+		ipoib_post_rx(priv, i);
+		return NULL;
+	}
+
+	ib_dma_unmap_single(priv->ca, map_head, priv->rx_head,
+			    DMA_FROM_DEVICE);
+	skb_put(skb, min(len, priv->rx_head));
+	if (page) {
+		ib_dma_unmap_page(priv->ca, map_page, PAGE_SIZE,
+				  DMA_FROM_DEVICE);
+		skb_add_rx_frag(skb, 0, page, 0, len - priv->rx_head,
+				PAGE_SIZE);
+	}
+	return skb;
 }
 
 static bool ipoib_proto_ok(__be16 proto)
@@ -248,40 +352,18 @@ static void ipoib_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	 */
 	if ((wc->src_qp == priv->qp->qp_num && wc->slid == priv->local_lid) ||
 	    wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN ||
-	    wc->byte_len > ipoib_rx_buf_size(priv)) {
+	    wc->byte_len > priv->rx_len) {
 		/* more than the buffer: a broken HCA; skb_put would panic */
 		if (wc->byte_len < IB_GRH_BYTES + IPOIB_ENCAP_LEN ||
-		    wc->byte_len > ipoib_rx_buf_size(priv))
+		    wc->byte_len > priv->rx_len)
 			dev->stats.rx_length_errors++;
 		ipoib_post_rx(priv, i);
 		return;
 	}
 
-	skb = buf->skb;
-	ib_dma_unmap_single(priv->ca, buf->mapping, ipoib_rx_buf_size(priv),
-			    DMA_FROM_DEVICE);
-	buf->skb = NULL;
-	/*
-	 * No new buffer (buf->skb still NULL): keep the ring full rather
-	 * than the packet. A new buffer that only the post refused stays
-	 * in the slot, unposted, for ipoib_refill(); the packet goes up.
-	 */
-	if (ipoib_post_rx(priv, i) == -ENOMEM && !buf->skb) {
-		dev->stats.rx_dropped++;
-		buf->mapping = ib_dma_map_single(priv->ca, skb->data,
-						 ipoib_rx_buf_size(priv),
-						 DMA_FROM_DEVICE);
-		if (ib_dma_mapping_error(priv->ca, buf->mapping)) {
-			/* empty: refill allocates again */
-			dev_kfree_skb_any(skb);
-			return;
-		}
-		buf->skb = skb;
-		ipoib_post_rx(priv, i);
+	skb = ipoib_rx_take(priv, i, wc->byte_len);
+	if (!skb)
 		return;
-	}
-
-	skb_put(skb, wc->byte_len);
 	grh = (struct ib_grh *)skb->data;
 	if (!(wc->wc_flags & IB_WC_GRH) || grh->dgid.raw[0] != 0xff)
 		skb->pkt_type = PACKET_HOST;
@@ -680,6 +762,7 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	priv->global_head = 0;
 	priv->global_tail = 0;
 	priv->rx_outstanding = 0;
+	ipoib_rx_layout(priv);
 	priv->transport_up = true;
 	/*
 	 * Fill the ring while NAPI is still disabled: after a down/up the CQ

@@ -111,9 +111,20 @@ struct ipoib_tx_buf {
 	u64 mapping[IPOIB_MAX_TX_SGE];
 };
 
+/*
+ * A datagram receive buffer: the first rx_head bytes (GRH, IPoIB header,
+ * the L3/L4 headers) in a small skb head, the rest in a page. A linear
+ * buffer for a 4K MTU needs an 8 KiB kmalloc head (4136 bytes plus
+ * skb_shared_info); head and page need 4 KiB and a few hundred bytes,
+ * and GRO merges the pages as fragments. An HCA with one receive SGE
+ * gets linear buffers (page NULL, rx_head the whole size).
+ */
+#define IPOIB_UD_HEAD		128
+
 struct ipoib_rx_buf {
 	struct sk_buff *skb;
-	u64 mapping;
+	struct page *page;
+	u64 mapping[2];			/* head, page */
 	bool posted;			/* on the QP; else refill posts it */
 };
 
@@ -251,6 +262,10 @@ struct ipoib_dev_priv {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	unsigned int max_send_sge;	/* what the HCA takes, at most ours */
+	unsigned int max_recv_sge;	/* the UD QP's: 2 (head + page) or 1 */
+	/* receive buffer layout, fixed while the transport is up */
+	unsigned int rx_len;		/* GRH + the largest datagram */
+	unsigned int rx_head;		/* of which in the skb head */
 	bool lso;			/* the UD QP takes IB_WR_LSO */
 	struct ib_qp *qp;
 	struct napi_struct napi;
@@ -403,6 +418,8 @@ void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 void ipoib_tx_sent(struct ipoib_dev_priv *priv);
 int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	       struct ipoib_ah *ah, u32 qpn, u32 qkey);
+struct page *ipoib_alloc_rx_page(struct ipoib_dev_priv *priv, u64 *mapping,
+				 gfp_t gfp);
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
 				 struct rdma_ah_attr *attr);
 void ipoib_ah_put(struct ipoib_ah *ah);
