@@ -105,20 +105,8 @@ static void ipoib_cm_free_ring(struct ipoib_dev_priv *priv,
 static struct sk_buff *ipoib_cm_alloc_head(struct ipoib_dev_priv *priv,
 					   u64 *mapping, gfp_t gfp)
 {
-	struct sk_buff *skb;
-
 	/* 12 + the 4-byte header leave the IP header 16-byte aligned */
-	skb = __netdev_alloc_skb(priv->dev, IPOIB_CM_HEAD + 12, gfp);
-	if (!skb)
-		return NULL;
-	skb_reserve(skb, 12);
-	*mapping = ib_dma_map_single(priv->ca, skb->data, IPOIB_CM_HEAD,
-				     DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(priv->ca, *mapping)) {
-		dev_kfree_skb_any(skb);
-		return NULL;
-	}
-	return skb;
+	return ipoib_alloc_rx_skb(priv, IPOIB_CM_HEAD, 12, mapping, gfp);
 }
 
 /* Give "buf" every piece it lacks; pieces it has stay mapped. */

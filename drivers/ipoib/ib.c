@@ -162,17 +162,18 @@ static void ipoib_rx_layout(struct ipoib_dev_priv *priv)
 		priv->rx_head = IPOIB_UD_HEAD;
 }
 
-static struct sk_buff *ipoib_alloc_rx_head(struct ipoib_dev_priv *priv,
-					   u64 *mapping)
+/* A receive head of "len" bytes after "pad" bytes of headroom, mapped. */
+struct sk_buff *ipoib_alloc_rx_skb(struct ipoib_dev_priv *priv,
+				   unsigned int len, unsigned int pad,
+				   u64 *mapping, gfp_t gfp)
 {
 	struct sk_buff *skb;
 
-	/* 4 bytes of headroom keep the IP header aligned after GRH+4 */
-	skb = dev_alloc_skb(priv->rx_head + 4);
+	skb = __netdev_alloc_skb(priv->dev, len + pad, gfp);
 	if (!skb)
 		return NULL;
-	skb_reserve(skb, 4);
-	*mapping = ib_dma_map_single(priv->ca, skb->data, priv->rx_head,
+	skb_reserve(skb, pad);
+	*mapping = ib_dma_map_single(priv->ca, skb->data, len,
 				     DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(priv->ca, *mapping)) {
 		dev_kfree_skb_any(skb);
@@ -199,7 +200,9 @@ static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 	int ret;
 
 	if (!buf->skb) {
-		buf->skb = ipoib_alloc_rx_head(priv, &buf->mapping[0]);
+		/* 4 bytes of headroom keep the IP header aligned after GRH+4 */
+		buf->skb = ipoib_alloc_rx_skb(priv, priv->rx_head, 4,
+					      &buf->mapping[0], GFP_ATOMIC);
 		if (!buf->skb)
 			return -ENOMEM;
 	}

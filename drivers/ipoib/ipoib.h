@@ -418,6 +418,9 @@ void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 void ipoib_tx_sent(struct ipoib_dev_priv *priv);
 int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	       struct ipoib_ah *ah, u32 qpn, u32 qkey);
+struct sk_buff *ipoib_alloc_rx_skb(struct ipoib_dev_priv *priv,
+				   unsigned int len, unsigned int pad,
+				   u64 *mapping, gfp_t gfp);
 struct page *ipoib_alloc_rx_page(struct ipoib_dev_priv *priv, u64 *mapping,
 				 gfp_t gfp);
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
