@@ -50,6 +50,9 @@ case ${1:-} in
 	export SERIAL=1
 	# the demo shows its own steps, not the guest kernel's console
 	[[ $1 == --demo ]] && guest_opts+=(--quiet)
+	# measured as a production kernel runs: without the suite's SLUB
+	# debugging (red zones and poisoning cost kmalloc-heavy paths most)
+	[[ $1 == --bench ]] && guest_opts+=(--append "slub_debug=- ${GUEST_APPEND:-}")
 	shift
 	;;
 esac
