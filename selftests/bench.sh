@@ -47,6 +47,7 @@ JSON=${BENCH_JSON:-/results/bench.json}
 PER_ROUND=$(((CHILDREN + ROUNDS - 1) / ROUNDS))
 PER_ROUND=$(((PER_ROUND + BATCH - 1) / BATCH * BATCH))
 [[ -d $(dirname "$JSON") && -w $(dirname "$JSON") ]] || JSON=/tmp/bench.json
+rm -f "$JSON"	# a run that fails leaves no older run's figures behind
 SAMPLES=/tmp/bench.$$.tsv
 : >"$SAMPLES"
 HZ_USER=$(getconf CLK_TCK)
