@@ -481,6 +481,37 @@ ipoib_child() {
 		ip -n "$1" link set "$2.$3" up
 }
 
+# ipoib_mode_child NS PARENT PKEY ADDR: ipoib_child for a child whose mode
+# the test then changes with ipoib_set_mode. In-tree: made through sysfs
+# create_child (named PARENT.PKEY as well), since in-tree gives netlink
+# children no mode file and its netlink mode change is unsafe (below).
+ipoib_mode_child() {
+	if [[ $IPOIB == intree ]]; then
+		ip netns exec "$1" sh -c "echo 0x$3 >/sys/class/net/$2/create_child" &&
+			ip -n "$1" addr add "$4" dev "$2.$3" &&
+			ip -n "$1" link set "$2.$3" up
+	else
+		ipoib_child "$@"
+	fi
+}
+
+# ipoib_set_mode NS DEV connected|datagram. Ours: netlink (IFLA_IPOIB_MODE),
+# which holds rtnl throughout. In-tree: the sysfs mode file. In-tree's
+# set_mode drops rtnl to flush its paths and takes it back with
+# rtnl_trylock(); when another task took rtnl meanwhile, changelink
+# returns EBUSY *without* rtnl and rtnetlink then unlocks the other task's
+# rtnl ("RTNL: assertion failed" in unlist_netdevice, 6.1, under churn).
+# Its sysfs store knows this and does not unlock; netlink does not, so
+# the suite drives in-tree's mode through netlink only where nothing else
+# can want rtnl (80-child-abi).
+ipoib_set_mode() {
+	if [[ $IPOIB == intree ]]; then
+		ip netns exec "$1" sh -c "echo $3 >/sys/class/net/$2/mode"
+	else
+		ip -n "$1" link set "$2" type ipoib mode "$3"
+	fi
+}
+
 # ll_addr NS DEV: the interface's IPv6 link-local address
 ll_addr() {
 	ip -n "$1" -6 addr show dev "$2" scope link | awk '/inet6/ { sub("/.*", "", $2); print $2 }'

@@ -45,22 +45,25 @@ children_up() {
 
 RET=0
 # one ip process per side for the links (a TCG guest pays ~0.2 s per
-# process); the mode one by one: in-tree's mode change drops rtnl and
-# takes it back with a trylock, so it fails with EBUSY when the next
-# request is already waiting for rtnl, and is tried again
+# process). In-tree's children are made through sysfs, because its
+# mode is changed through sysfs (ipoib_set_mode in lib.sh: in-tree's
+# netlink mode change can release another task's rtnl).
 for side in "$A ib0 1" "$B ib1 2"; do
 	set -- $side
 	for ((i = 1; i <= N; i++)); do
 		printf -v pk %04x $((0x8000 + i))
-		echo "link add link $2 name $2.$pk type ipoib pkey 0x$pk"
+		if [[ $IPOIB == intree ]]; then
+			ip netns exec "$1" sh -c "echo 0x$pk >/sys/class/net/$2/create_child" >&2
+		else
+			echo "link add link $2 name $2.$pk type ipoib pkey 0x$pk"
+		fi
 		echo "addr add 10.$i.0.$3/24 dev $2.$pk"
 		echo "link set $2.$pk up"
 	done | ip -n "$1" -batch -
 	check_err $? "children of $2"
 	for ((i = 1; i <= N; i++)); do
 		printf -v pk %04x $((0x8000 + i))
-		# (in-tree netlink children have no sysfs files: netlink it is)
-		slowwait 5 ip -n "$1" link set "$2.$pk" type ipoib mode connected >/dev/null 2>&1 &&
+		ipoib_set_mode "$1" "$2.$pk" connected &&
 			ip -n "$1" link set "$2.$pk" mtu 65520
 		check_err $? "$2.$pk: connected mode, MTU 65520"
 	done
@@ -120,7 +123,7 @@ ip -n "$B" link del ib1.8001
 check_err $? "delete the peer child under traffic"
 sleep 1
 iperf_stop
-ipoib_child "$B" ib1 8001 10.1.0.2/24 && ip -n "$B" link set ib1.8001 type ipoib mode connected &&
+ipoib_mode_child "$B" ib1 8001 10.1.0.2/24 && ipoib_set_mode "$B" ib1.8001 connected &&
 	ip -n "$B" link set ib1.8001 mtu 65520 && slowwait 30 ipoib_lower_up "$B" ib1.8001
 check_err $? "recreate the peer child"
 [[ $(ipoib_hwaddr "$B" ib1.8001) != "$old" ]]

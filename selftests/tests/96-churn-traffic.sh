@@ -144,9 +144,10 @@ w_mode() {
 		for m in connected datagram; do
 			ip netns exec "$A" sh -c "echo $m > /sys/class/net/ib0/mode"
 			ip netns exec "$B" sh -c "echo $m > /sys/class/net/ib1/mode"
-			# in-tree gives netlink children no sysfs files
-			ip -n "$A" link set ib0.8001 type ipoib mode $m
-			ip -n "$B" link set ib1.8001 type ipoib mode $m
+			# ours: netlink under churn; in-tree: sysfs (its
+			# netlink mode change releases rtnl it no longer holds)
+			ipoib_set_mode "$A" ib0.8001 $m
+			ipoib_set_mode "$B" ib1.8001 $m
 			sleep 0.7
 		done
 		count mode
@@ -195,8 +196,8 @@ traffic() {
 set_modes() {
 	ip netns exec "$A" sh -c "echo $1 > /sys/class/net/ib0/mode" &&
 		ip netns exec "$B" sh -c "echo $1 > /sys/class/net/ib1/mode" &&
-		ip -n "$A" link set ib0.8001 type ipoib mode "$1" &&
-		ip -n "$B" link set ib1.8001 type ipoib mode "$1"
+		ipoib_set_mode "$A" ib0.8001 "$1" &&
+		ipoib_set_mode "$B" ib1.8001 "$1"
 }
 
 # down/up: closes the passive connections mode flips leave behind
@@ -245,7 +246,7 @@ ipoib_fabric_up_again() {
 		ip -n "$B" addr add 192.0.2.2/24 dev ib1 &&
 		ip -n "$A" link set ib0 up && ip -n "$B" link set ib1 up &&
 		slowwait 20 ipoib_lower_up "$A" ib0 && slowwait 20 ipoib_lower_up "$B" ib1 &&
-		ipoib_child "$A" ib0 8001 10.9.0.1/24 && ipoib_child "$B" ib1 8001 10.9.0.2/24 &&
+		ipoib_mode_child "$A" ib0 8001 10.9.0.1/24 && ipoib_mode_child "$B" ib1 8001 10.9.0.2/24 &&
 		slowwait 20 ipoib_lower_up "$A" ib0.8001 && slowwait 20 ipoib_lower_up "$B" ib1.8001 &&
 		slowwait 20 pings >/dev/null
 }
