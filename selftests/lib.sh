@@ -487,12 +487,21 @@ ipoib_child() {
 # children no mode file and its netlink mode change is unsafe (below).
 ipoib_mode_child() {
 	if [[ $IPOIB == intree ]]; then
-		ip netns exec "$1" sh -c "echo 0x$3 >/sys/class/net/$2/create_child" &&
+		ipoib_sysfs_child "$1" "$2" "$3" &&
 			ip -n "$1" addr add "$4" dev "$2.$3" &&
 			ip -n "$1" link set "$2.$3" up
 	else
 		ipoib_child "$@"
 	fi
+}
+
+# ipoib_sysfs_child NS PARENT PKEY: PARENT.PKEY through sysfs create_child,
+# in NS beside its parent. In-tree creates it in init_net whatever the
+# parent's namespace (ours in the parent's): it is moved there.
+ipoib_sysfs_child() {
+	ip netns exec "$1" sh -c "echo 0x$3 >/sys/class/net/$2/create_child" || return 1
+	ip -n "$1" link show "$2.$3" >/dev/null 2>&1 ||
+		ip link set "$2.$3" netns "$1"
 }
 
 # ipoib_set_mode NS DEV connected|datagram. Ours: netlink (IFLA_IPOIB_MODE),

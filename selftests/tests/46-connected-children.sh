@@ -51,12 +51,15 @@ RET=0
 for side in "$A ib0 1" "$B ib1 2"; do
 	set -- $side
 	for ((i = 1; i <= N; i++)); do
+		[[ $IPOIB == intree ]] || break
 		printf -v pk %04x $((0x8000 + i))
-		if [[ $IPOIB == intree ]]; then
-			ip netns exec "$1" sh -c "echo 0x$pk >/sys/class/net/$2/create_child" >&2
-		else
+		ipoib_sysfs_child "$1" "$2" $pk
+		check_err $? "sysfs child $2.$pk"
+	done
+	for ((i = 1; i <= N; i++)); do
+		printf -v pk %04x $((0x8000 + i))
+		[[ $IPOIB == intree ]] ||
 			echo "link add link $2 name $2.$pk type ipoib pkey 0x$pk"
-		fi
 		echo "addr add 10.$i.0.$3/24 dev $2.$pk"
 		echo "link set $2.$pk up"
 	done | ip -n "$1" -batch -
