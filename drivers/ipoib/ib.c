@@ -25,7 +25,7 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 {
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_UD,
-		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = {
 			.max_send_wr = ipoib_send_queue_size,
 			.max_recv_wr = ipoib_recv_queue_size,
@@ -48,7 +48,11 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 		priv->lso = true;
 	}
 	priv->tx_size = ipoib_send_queue_size;
+	/* a stopped queue wakes at half the ring: completions come before */
+	priv->tx_signal = min_t(unsigned int, IPOIB_TX_SIGNAL, priv->tx_size / 4);
 	priv->rx_size = ipoib_recv_queue_size;
+	spin_lock_init(&priv->ah_lock);
+	INIT_LIST_HEAD(&priv->ah_dead);
 	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
 				 GFP_KERNEL);
 	priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
@@ -93,8 +97,46 @@ err_free_rings:
 	return ret;
 }
 
+static void ipoib_ah_free(struct ipoib_ah *ah)
+{
+	/* no sleeping flag: NAPI and RCU callbacks free address handles */
+	rdma_destroy_ah(ah->ah, 0);
+	kfree(ah);
+}
+
+/* Its last send is not in flight: in [tx_tail, tx_head) of the UD ring. */
+static bool ipoib_ah_idle(struct ipoib_dev_priv *priv, struct ipoib_ah *ah)
+{
+	u32 tail = READ_ONCE(priv->tx_tail);
+
+	return ah->last_send - tail >= READ_ONCE(priv->tx_head) - tail;
+}
+
+/* Free the ownerless address handles whose last send completed. */
+static void ipoib_ah_reap(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_ah *ah, *tmp;
+	unsigned long flags;
+	LIST_HEAD(done);
+
+	spin_lock_irqsave(&priv->ah_lock, flags);
+	list_for_each_entry_safe(ah, tmp, &priv->ah_dead, dead)
+		if (ipoib_ah_idle(priv, ah))
+			list_move(&ah->dead, &done);
+	spin_unlock_irqrestore(&priv->ah_lock, flags);
+	list_for_each_entry_safe(ah, tmp, &done, dead)
+		ipoib_ah_free(ah);
+}
+
 void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 {
+	/*
+	 * The owners are gone (paths and groups went with the transport):
+	 * their handles' grace periods end, and nothing is in flight.
+	 */
+	rcu_barrier();
+	ipoib_ah_reap(priv);
+	WARN_ON_ONCE(!list_empty(&priv->ah_dead));
 	ib_destroy_qp(priv->qp);
 	ipoib_cm_transport_cleanup(priv);
 	ib_destroy_cq(priv->cq);
@@ -103,13 +145,29 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 	kvfree(priv->tx_ring);
 }
 
+/* A grace period after the last owner let go: no lockless user is left. */
+static void ipoib_ah_rcu(struct rcu_head *rcu)
+{
+	struct ipoib_ah *ah = container_of(rcu, struct ipoib_ah, rcu);
+	struct ipoib_dev_priv *priv = ah->priv;
+	unsigned long flags;
+
+	if (ipoib_ah_idle(priv, ah)) {
+		ipoib_ah_free(ah);
+		return;
+	}
+	spin_lock_irqsave(&priv->ah_lock, flags);
+	list_add_tail(&ah->dead, &priv->ah_dead);
+	spin_unlock_irqrestore(&priv->ah_lock, flags);
+	/* NAPI reaps it after its last send's completion (signalled) */
+	napi_schedule(&priv->napi);
+}
+
 static void ipoib_ah_release(struct kref *ref)
 {
 	struct ipoib_ah *ah = container_of(ref, struct ipoib_ah, ref);
 
-	/* no sleeping flag: the last reference may drop in NAPI context */
-	rdma_destroy_ah(ah->ah, 0);
-	kfree(ah);
+	call_rcu(&ah->rcu, ipoib_ah_rcu);
 }
 
 void ipoib_ah_put(struct ipoib_ah *ah)
@@ -132,6 +190,9 @@ struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
 		return NULL;
 	}
 	kref_init(&ah->ref);
+	ah->priv = priv;
+	/* no send yet: one that is surely not in flight */
+	ah->last_send = READ_ONCE(priv->tx_tail) - 1;
 	return ah;
 }
 
@@ -423,8 +484,6 @@ void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 	}
 	napi_consume_skb(buf->skb, 1);
 	buf->skb = NULL;
-	ipoib_ah_put(buf->ah);
-	buf->ah = NULL;
 	/* pairs with the acquire in ipoib_tx_sent(): one more free slot */
 	smp_store_release(&priv->global_tail, priv->global_tail + 1);
 }
@@ -449,15 +508,25 @@ void ipoib_tx_sent(struct ipoib_dev_priv *priv)
 		netif_start_queue(priv->dev);
 }
 
+/*
+ * A UD send completed, and with it every unsignalled one before it (a
+ * failed send always completes, in order). The wr_id is the send's
+ * tx_head; the poster may not have advanced tx_head yet, so only the
+ * ring's size bounds it.
+ */
 static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 {
-	unsigned int i = wc->wr_id;
+	u32 id = wc->wr_id, mask = priv->tx_size - 1;
 
-	if (i >= priv->tx_size) {
-		netdev_warn_once(priv->dev, "send completion with wr_id %u\n", i);
+	if (id - priv->tx_tail >= priv->tx_size) {
+		netdev_warn_once(priv->dev, "send completion %u outside the ring (oldest %u)\n",
+				 id, priv->tx_tail);
 		return;
 	}
-	ipoib_tx_done(priv, &priv->tx_ring[i], wc->status);
+	for (; priv->tx_tail != id; priv->tx_tail++)
+		ipoib_tx_done(priv, &priv->tx_ring[priv->tx_tail & mask],
+			      IB_WC_SUCCESS);
+	ipoib_tx_done(priv, &priv->tx_ring[id & mask], wc->status);
 	priv->tx_tail++;
 }
 
@@ -501,6 +570,8 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 	}
 	if (polled > READ_ONCE(priv->napi_max_polled))
 		WRITE_ONCE(priv->napi_max_polled, polled);
+	if (unlikely(!list_empty(&priv->ah_dead)))
+		ipoib_ah_reap(priv);
 	/* at the cap: stay scheduled, as if the budget was used up */
 	if (polled >= cap)
 		done = budget;
@@ -529,8 +600,9 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 
 /*
  * Post one packet (IPoIB header first) as a UD send. Called with the
- * netdev's tx lock held; consumes the skb and, on success, one reference
- * on "ah" which the completion drops.
+ * netdev's tx lock held and "ah" kept alive by the caller (a reference,
+ * or an RCU read section over its owner); consumes the skb. The handle
+ * records the send, so that it is not destroyed before the completion.
  */
 int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	       struct ipoib_ah *ah, u32 qpn, u32 qkey)
@@ -541,10 +613,9 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	struct ib_sge sge[IPOIB_MAX_TX_SGE];
 	struct ib_ud_wr wr = {
 		.wr = {
-			.wr_id = i,
+			.wr_id = priv->tx_head,
 			.sg_list = sge,
 			.opcode = IB_WR_SEND,
-			.send_flags = IB_SEND_SIGNALED,
 		},
 		.ah = ah->ah,
 		.remote_qpn = qpn,
@@ -600,19 +671,23 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	}
 	if (skb->ip_summed == CHECKSUM_PARTIAL)
 		wr.wr.send_flags |= IB_SEND_IP_CSUM;
-	kref_get(&ah->ref);
-	buf->ah = ah;
+	/*
+	 * A completion at the end of a burst, when the ring is about to
+	 * fill (a stopped queue needs one to wake), and every tx_signal
+	 */
+	if (!netdev_xmit_more() || !(priv->tx_head % priv->tx_signal) ||
+	    priv->global_head + 1 - READ_ONCE(priv->global_tail) >=
+	    priv->tx_size)
+		wr.wr.send_flags |= IB_SEND_SIGNALED;
+	WRITE_ONCE(ah->last_send, priv->tx_head);
 
 	ret = ib_post_send(priv->qp, &wr.wr, NULL);
 	if (ret)
-		goto err_put_ah;
-	priv->tx_head++;
+		goto err_unmap;
+	WRITE_ONCE(priv->tx_head, priv->tx_head + 1);
 	ipoib_tx_sent(priv);
 	return 0;
 
-err_put_ah:
-	buf->ah = NULL;
-	ipoib_ah_put(ah);
 err_unmap:
 	ipoib_unmap_tx(priv, buf);
 err_drop:
@@ -835,6 +910,8 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 						   (priv->tx_size - 1)],
 			      IB_WC_WR_FLUSH_ERR);
 	local_bh_enable();
+	/* nothing in flight: every ownerless address handle can go */
+	ipoib_ah_reap(priv);
 	for (i = 0; i < priv->rx_size; i++)
 		ipoib_free_rx_buf(priv, i);
 }

@@ -96,10 +96,20 @@ enum ipoib_carrier_reason {
 	IPOIB_CARRIER_UP,
 };
 
-/* An address handle shared by a path or group and by in-flight sends. */
+/*
+ * An address handle, owned by a path or a multicast group (the kref).
+ * Sends take no reference: each records its place in the UD send ring in
+ * last_send. When the owners are gone, the handle waits for an RCU grace
+ * period (no transmit still holds it from a lockless path lookup, and
+ * last_send is final), then for that send's completion (ipoib_ah_reap).
+ */
 struct ipoib_ah {
 	struct kref ref;
 	struct ib_ah *ah;
+	struct ipoib_dev_priv *priv;
+	u32 last_send;			/* tx_head of its last send; tx lock */
+	struct list_head dead;		/* priv->ah_dead */
+	struct rcu_head rcu;
 };
 
 /* The head and each page fragment of a packet are mapped separately. */
@@ -107,9 +117,15 @@ struct ipoib_ah {
 
 struct ipoib_tx_buf {
 	struct sk_buff *skb;
-	struct ipoib_ah *ah;
 	u64 mapping[IPOIB_MAX_TX_SGE];
 };
+
+/*
+ * UD sends ask for a completion at the end of each burst (no xmit_more),
+ * when the ring is about to fill, and at least every IPOIB_TX_SIGNAL
+ * sends; a completion retires every send before it.
+ */
+#define IPOIB_TX_SIGNAL		16
 
 /*
  * A datagram receive buffer: the first rx_head bytes (GRH, IPoIB header,
@@ -192,9 +208,20 @@ struct ipoib_cm_rx {
 	unsigned long last_active;	/* jiffies */
 };
 
+/*
+ * A unicast destination. Transmit finds it without the lock (RCU: the
+ * hash is changed under priv->lock, paths are freed after a grace
+ * period); "ah" is published with a release store once resolved.
+ */
 struct ipoib_path {
 	struct hlist_node node;
-	struct list_head lru;		/* priv->path_lru, least recent first */
+	/*
+	 * priv->path_lru, in the order paths were created or last seen by
+	 * the locked slow path; "used" (set locklessly by transmit) gives a
+	 * path a second chance when eviction scans it (CLOCK)
+	 */
+	struct list_head lru;
+	bool used;
 	struct list_head flush;
 	union ib_gid dgid;
 	struct ipoib_ah *ah;		/* NULL until resolved */
@@ -208,6 +235,7 @@ struct ipoib_path {
 	struct sa_path_rec rec;		/* for connection requests */
 	struct list_head cm_tx;		/* struct ipoib_cm_tx, one per QPN */
 	struct ipoib_dev_priv *priv;
+	struct rcu_head rcu;
 };
 
 enum ipoib_mcast_state {
@@ -276,8 +304,13 @@ struct ipoib_dev_priv {
 	unsigned int rx_outstanding;	/* NAPI context */
 	struct ipoib_tx_buf *tx_ring;
 	unsigned int tx_size;
+	/* UD sends posted and retired; a send's wr_id is its tx_head */
 	unsigned int tx_head;		/* xmit, under the tx lock */
 	unsigned int tx_tail;		/* NAPI */
+	unsigned int tx_signal;		/* sends between completions */
+	/* address handles without owners, waiting for their last send */
+	spinlock_t ah_lock;
+	struct list_head ah_dead;
 	/* every send in flight, UD and RC: the queue stops at tx_size */
 	unsigned int global_head;	/* xmit, under the tx lock */
 	unsigned int global_tail;	/* NAPI */

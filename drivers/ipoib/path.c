@@ -3,8 +3,9 @@
  * ipoib-ng: unicast paths. A destination GID is resolved into an address
  * handle by an SA PathRecord query (DGID, SGID, P_Key); up to three
  * packets wait per unresolved path. Paths are flushed whenever the port or
- * the partition changes; in-flight sends hold their own reference on the
- * address handle, so a flush never frees one under the hardware.
+ * the partition changes. Transmit looks paths up without the lock (RCU);
+ * an address handle outlives its path until its last send completed (see
+ * struct ipoib_ah), so a flush never frees one under the hardware.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -67,7 +68,7 @@ static void ipoib_path_unlink(struct ipoib_dev_priv *priv,
 			      struct ipoib_path *path)
 {
 	lockdep_assert_held(&priv->lock);
-	hash_del(&path->node);
+	hash_del_rcu(&path->node);
 	list_del(&path->lru);
 	priv->npaths--;
 	if (path->query)
@@ -89,6 +90,30 @@ static struct ipoib_path *ipoib_path_find(struct ipoib_dev_priv *priv,
 		if (!memcmp(&path->dgid, gid, sizeof(*gid)))
 			return path;
 	return NULL;
+}
+
+/* Transmit's lookup: under rcu_read_lock(), no lock. */
+static struct ipoib_path *ipoib_path_find_rcu(struct ipoib_dev_priv *priv,
+					      const union ib_gid *gid)
+{
+	struct ipoib_path *path;
+
+	hash_for_each_possible_rcu(priv->paths, path, node, ipoib_gid_hash(gid))
+		if (!memcmp(&path->dgid, gid, sizeof(*gid)))
+			return path;
+	return NULL;
+}
+
+/* Sent to: for the collector (last_used) and for eviction (used). */
+static void ipoib_path_touch(struct ipoib_path *path)
+{
+	unsigned long now = jiffies;
+
+	/* one store per jiffy: the cache line stays shared between CPUs */
+	if (READ_ONCE(path->last_used) != now)
+		WRITE_ONCE(path->last_used, now);
+	if (!READ_ONCE(path->used))
+		WRITE_ONCE(path->used, true);
 }
 
 static void ipoib_path_done(int status, struct sa_path_rec *rec,
@@ -117,7 +142,8 @@ static void ipoib_path_done(int status, struct sa_path_rec *rec,
 	spin_lock_irqsave(&priv->lock, flags);
 	if (ah) {
 		old = path->ah;
-		path->ah = ah;
+		/* transmit reads it without the lock: publish it whole */
+		smp_store_release(&path->ah, ah);
 		path->dlid = be32_to_cpu(sa_path_get_dlid(rec));
 		path->rec = *rec;
 	} else {
@@ -199,12 +225,15 @@ static unsigned int ipoib_path_cost(const struct ipoib_path *path)
 #define IPOIB_EVICT_SCAN	64
 
 /*
- * The table is full and a new destination needs a path: forget one. Of
- * the IPOIB_EVICT_SCAN least recently used paths, the first idle one goes
- * (resolved or failed, nothing waiting, no connection); failing that the
- * first without connections (its query is cancelled, its few waiting
- * packets dropped); only when all of them carry connections the least
- * recently used one. A flood of forged sources thus recycles its own
+ * The table is full and a new destination needs a path: forget one. The
+ * LRU list is kept exactly only by the locked slow path; transmit just
+ * marks a path used, and the scan sends used paths to the back (a second
+ * chance, CLOCK). Of the IPOIB_EVICT_SCAN paths at the front, the first
+ * unused idle one goes (resolved or failed, nothing waiting, no
+ * connection); failing that the first without connections (its query is
+ * cancelled, its few waiting packets dropped); only when all of them
+ * carry connections or were used the first of those. A flood of forged
+ * sources thus recycles its own
  * paths while destinations in use keep theirs, and the scan is bounded
  * under the lock whatever max_paths is. The path is freed by
  * path_evict_work (its query's callback must be waited for); false if
@@ -212,14 +241,23 @@ static unsigned int ipoib_path_cost(const struct ipoib_path *path)
  */
 static bool ipoib_path_evict(struct ipoib_dev_priv *priv)
 {
-	struct ipoib_path *path, *pick = NULL;
+	struct ipoib_path *path, *tmp, *pick = NULL;
 	unsigned int n = 0, cost, best = UINT_MAX;
 
 	lockdep_assert_held(&priv->lock);
 	if (priv->nevicted >= ipoib_path_limit())
 		return false;
-	list_for_each_entry(path, &priv->path_lru, lru) {
+	list_for_each_entry_safe(path, tmp, &priv->path_lru, lru) {
 		cost = ipoib_path_cost(path);
+		if (READ_ONCE(path->used)) {
+			/*
+			 * Sent to since the scan last passed it: to the
+			 * back, and it goes only if all the others are used
+			 */
+			WRITE_ONCE(path->used, false);
+			list_move_tail(&path->lru, &priv->path_lru);
+			cost += 3;
+		}
 		if (cost < best) {
 			best = cost;
 			pick = path;
@@ -239,26 +277,70 @@ static bool ipoib_path_evict(struct ipoib_dev_priv *priv)
 	return true;
 }
 
+/* Over UD to a resolved path; "ah" is kept alive by the caller. */
+static void ipoib_path_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+			    struct ipoib_ah *ah, u32 qpn)
+{
+	/*
+	 * Connected-mode MTU, but this peer is reached over UD (a TSO
+	 * packet is cut to the MTU by the HCA)
+	 */
+	if (!skb_is_gso(skb) && skb->len > priv->mcast_mtu + IPOIB_ENCAP_LEN)
+		ipoib_too_big(priv, skb, priv->mcast_mtu);
+	else
+		ipoib_send(priv, skb, ah, qpn, priv->qkey);
+}
+
+/*
+ * The hot path, datagram to a resolved path: an RCU lookup, no lock, no
+ * reference taken (the grace period and last_send keep the address
+ * handle, see struct ipoib_ah). False: the slow path decides.
+ */
+static bool ipoib_unicast_fast(struct ipoib_dev_priv *priv,
+			       struct sk_buff *skb, const union ib_gid *gid,
+			       u32 qpn)
+{
+	struct ipoib_path *path;
+	struct ipoib_ah *ah;
+	bool sent = false;
+
+	rcu_read_lock();
+	path = ipoib_path_find_rcu(priv, gid);
+	/* pairs with the release store in ipoib_path_done() */
+	ah = path ? smp_load_acquire(&path->ah) : NULL;
+	if (ah) {
+		ipoib_path_touch(path);
+		ipoib_path_send(priv, skb, ah, qpn);
+		sent = true;
+	}
+	rcu_read_unlock();
+	return sent;
+}
+
 netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 			       struct sk_buff *skb, const u8 *daddr)
 {
 	u32 qpn = ((daddr[1] << 16) | (daddr[2] << 8) | daddr[3]) &
 		  IPOIB_QPN_MASK;
 	const union ib_gid *gid = (const union ib_gid *)(daddr + 4);
+	bool cm = ipoib_cm_wanted(priv, skb, daddr);
 	struct ipoib_path *path;
 	struct ipoib_ah *ah;
 	unsigned long flags;
 	unsigned int mtu;
 	int ret;
 
+	if (!cm && ipoib_unicast_fast(priv, skb, gid, qpn))
+		return NETDEV_TX_OK;
+
 	spin_lock_irqsave(&priv->lock, flags);
 	path = ipoib_path_find(priv, gid);
 	if (path) {
-		path->last_used = jiffies;
+		WRITE_ONCE(path->last_used, jiffies);
 		list_move_tail(&path->lru, &priv->path_lru);
 	}
 	if (path && path->ah) {
-		if (ipoib_cm_wanted(priv, skb, daddr)) {
+		if (cm) {
 			ret = ipoib_cm_xmit(priv, path, skb, qpn, &mtu);
 			if (ret <= 0) {
 				spin_unlock_irqrestore(&priv->lock, flags);
@@ -270,15 +352,7 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		ah = path->ah;
 		kref_get(&ah->ref);
 		spin_unlock_irqrestore(&priv->lock, flags);
-		/*
-		 * Connected-mode MTU, but this peer is reached over UD (a TSO
-		 * packet is cut to the MTU by the HCA)
-		 */
-		if (!skb_is_gso(skb) &&
-		    skb->len > priv->mcast_mtu + IPOIB_ENCAP_LEN)
-			ipoib_too_big(priv, skb, priv->mcast_mtu);
-		else
-			ipoib_send(priv, skb, ah, qpn, priv->qkey);
+		ipoib_path_send(priv, skb, ah, qpn);
 		ipoib_ah_put(ah);
 		return NETDEV_TX_OK;
 	}
@@ -299,7 +373,7 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		skb_queue_head_init(&path->queue);
 		init_completion(&path->done);
 		complete(&path->done);	/* no query in flight */
-		hash_add(priv->paths, &path->node, ipoib_gid_hash(gid));
+		hash_add_rcu(priv->paths, &path->node, ipoib_gid_hash(gid));
 		list_add_tail(&path->lru, &priv->path_lru);
 		priv->npaths++;
 	}
@@ -327,7 +401,8 @@ static void ipoib_path_free(struct ipoib_path *path)
 	ipoib_cm_path_release(path);
 	skb_queue_purge(&path->queue);
 	ipoib_ah_put(path->ah);
-	kfree(path);
+	/* transmit may still be reading it (ipoib_unicast_fast) */
+	kfree_rcu(path, rcu);
 }
 
 /* Forget every path, cancelling the queries in flight. */
