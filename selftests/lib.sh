@@ -456,7 +456,7 @@ ipoib_dbg_stat() {
 # DEV (bound to UDP port 5555) for SECS (60) in the background; its PID
 # is in $! and its exit is deferred
 mcast_member() {
-	ip netns exec "$1" python3 - "$2" "$3" "${4:-60}" <<'PY' &
+	ip netns exec "$1" python3 -S - "$2" "$3" "${4:-60}" <<'PY' &
 import socket, struct, sys, time
 dev, grp, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -30,7 +30,7 @@ MARK=5a17c0de5a17c0de5a17c0de5a17c0de
 # Returns once the socket is bound.
 sniff() {
 	rm -f "$3" "$3".*
-	ip netns exec "$1" python3 - "$2" "$3" "$MARK" <<'PY' &
+	ip netns exec "$1" python3 -S - "$2" "$3" "$MARK" <<'PY' &
 import os, select, socket, sys, time
 dev, out, mark = sys.argv[1], sys.argv[2], bytes.fromhex(sys.argv[3])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
@@ -83,7 +83,7 @@ rx_ge() {
 
 # mcast_send NS DEV GROUP COUNT: UDP datagrams carrying MARK out of DEV
 mcast_send() {
-	ip netns exec "$1" python3 - "$2" "$3" "$4" "$MARK" <<'PY'
+	ip netns exec "$1" python3 -S - "$2" "$3" "$4" "$MARK" <<'PY'
 import socket, struct, sys, time
 dev, grp, count, mark = sys.argv[1], sys.argv[2], int(sys.argv[3]), bytes.fromhex(sys.argv[4])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
