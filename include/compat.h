@@ -41,3 +41,19 @@
 #endif
 
 #endif /* IPOIB_NG_COMPAT_H */
+
+/*
+ * Page pools: the API (alloc, put, create, destroy, skb_mark_for_recycle)
+ * is the same in both; its header was split up in 6.6. A file that uses
+ * them defines IPOIB_NG_PAGE_POOL and includes this header again: the
+ * forced include comes before a file's own definitions (pr_fmt), so it
+ * pulls in no headers of its own.
+ */
+#if defined(IPOIB_NG_PAGE_POOL) && !defined(IPOIB_NG_COMPAT_PAGE_POOL_H)
+#define IPOIB_NG_COMPAT_PAGE_POOL_H
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+#include <net/page_pool/helpers.h>
+#else
+#include <net/page_pool.h>
+#endif
+#endif

@@ -72,7 +72,7 @@ int ipoib_child_create(struct ipoib_dev_priv *parent, struct net_device *dev,
 
 	ret = ipoib_register(priv);
 	if (ret) {
-		netif_napi_del(&priv->napi);
+		ipoib_napi_del(priv);
 		return ret;
 	}
 	netdev_hold(parent->dev, &priv->parent_tracker, GFP_KERNEL);

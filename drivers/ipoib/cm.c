@@ -245,9 +245,10 @@ void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 }
 
 /*
- * Completions connected mode may add to the shared CQ beyond the UD ones:
+ * Completions connected mode may add to the receive CQ beyond the UD ones:
  * the SRQ ring and one drain WR, or a ring per passive connection (whose
- * number is then limited to what the CQ can take).
+ * number is then limited to what the CQ can take). Its sends complete on
+ * the send CQ, within the global tx_size bound.
  */
 unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv)
 {
@@ -255,7 +256,7 @@ unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv)
 
 	if (priv->srq)
 		return priv->rx_size + 1;
-	room = priv->ca->attrs.max_cqe - priv->tx_size - priv->rx_size - 1;
+	room = priv->ca->attrs.max_cqe - priv->rx_size - 1;
 	priv->cm_nonsrq_max = min(ipoib_max_nonsrq_conn_qp,
 				  room / priv->rx_size);
 	return priv->rx_size * priv->cm_nonsrq_max + 1;
@@ -1025,7 +1026,7 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 	}
 	if (tx->qp) {
 		ib_modify_qp(tx->qp, &attr, IB_QP_STATE);
-		/* NAPI reaps the flushed sends; then no CQE names the QP */
+		/* send_napi reaps the flushed sends; then no CQE names the QP */
 		while (smp_load_acquire(&tx->tail) != READ_ONCE(tx->head)) {
 			if (time_after(jiffies, deadline)) {
 				netdev_warn(priv->dev, "%u sends to QPN 0x%06x not flushed after 5s\n",
@@ -1044,7 +1045,7 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 		 * first), so NAPI is enabled here.
 		 */
 		if (timed_out)
-			napi_disable(&priv->napi);
+			napi_disable(&priv->send_napi);
 		ib_destroy_qp(tx->qp);
 		tx->qp = NULL;
 	}
@@ -1052,18 +1053,18 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 		/*
 		 * Sends the timeout left: the QP is gone and so are their
 		 * completions (the HCA purges them), so free them here, in
-		 * softirq context as NAPI does (napi_consume_skb), with NAPI
-		 * still off: ipoib_tx_done() counts global_tail and the
-		 * stats, which only NAPI writes.
+		 * softirq context as NAPI does (napi_consume_skb), with
+		 * send_napi still off: ipoib_tx_done() counts global_tail
+		 * and the stats, which only send_napi writes.
 		 */
 		local_bh_disable();
 		for (i = 0; i < priv->tx_size; i++)
 			if (tx->ring[i].skb)
 				ipoib_tx_done(priv, &tx->ring[i],
 					      IB_WC_WR_FLUSH_ERR);
-		napi_enable(&priv->napi);
+		napi_enable(&priv->send_napi);
 		/* an event that came while it was off scheduled nothing */
-		napi_schedule(&priv->napi);
+		napi_schedule(&priv->send_napi);
 		local_bh_enable();
 	}
 	kvfree(tx->ring);
@@ -1079,7 +1080,7 @@ static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
 	struct ib_qp_init_attr init = {
 		.event_handler = ipoib_cm_tx_event,
 		.qp_context = tx,
-		.send_cq = priv->cq,
+		.send_cq = priv->send_cq,
 		.recv_cq = priv->cq,
 		/*
 		 * Not on the SRQ: nothing may arrive on a QP we send on (its

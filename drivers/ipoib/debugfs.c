@@ -155,6 +155,8 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "sendonly_evictions %llu\n", priv->sendonly_evictions);
 	seq_printf(m, "sendonly_drops %llu\n", priv->sendonly_drops);
 	seq_printf(m, "napi_max_polled %d\n", READ_ONCE(priv->napi_max_polled));
+	seq_printf(m, "send_napi_max_polled %d\n",
+		   READ_ONCE(priv->send_napi_max_polled));
 	seq_printf(m, "napi_poll_cap %d\n", priv->napi.weight);
 	seq_printf(m, "cm_rnr_fallbacks %llu\n", READ_ONCE(priv->cm_rnr_fallbacks));
 	seq_printf(m, "tx_timeouts %llu\n", READ_ONCE(priv->tx_timeouts));

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipoib-ng: the UD transport of one interface. One PD, one CQ for sends
- * and receives (polled by NAPI) and one UD QP bound to the interface's
- * P_Key index. The QP exists as long as the interface (its QPN is part of
- * the hardware address); it is brought to RTS when the interface goes up
- * and back to RESET, with every buffer returned, when it goes down.
+ * ipoib-ng: the UD transport of one interface. One PD, a receive CQ and
+ * a send CQ (each polled by a NAPI of its own) and one UD QP bound to the
+ * interface's P_Key index. The QP exists as long as the interface (its
+ * QPN is part of the hardware address); it is brought to RTS when the
+ * interface goes up and back to RESET, with every buffer returned, when
+ * it goes down.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #include <linux/delay.h>
 #include <linux/if_arp.h>
 #include <net/ip.h>
+
+#define IPOIB_NG_PAGE_POOL
+#include "compat.h"
 
 #include "ipoib.h"
 
@@ -19,6 +23,13 @@ static void ipoib_cq_event(struct ib_cq *cq, void *ctx)
 	struct ipoib_dev_priv *priv = ctx;
 
 	napi_schedule(&priv->napi);
+}
+
+static void ipoib_send_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct ipoib_dev_priv *priv = ctx;
+
+	napi_schedule(&priv->send_napi);
 }
 
 int ipoib_transport_init(struct ipoib_dev_priv *priv)
@@ -69,23 +80,33 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 	}
 	/* the SRQ (if any) decides how many receive completions CM can have */
 	ipoib_cm_transport_init(priv);
-	/* one CQ: UD receives, every send (bounded globally), CM receives */
+	/* receives: UD, CM (the SRQ or the passive rings), the drain WR */
 	cq_attr.cqe = min_t(unsigned int, priv->ca->attrs.max_cqe,
-			    priv->tx_size + priv->rx_size + ipoib_cm_cqe(priv));
+			    priv->rx_size + ipoib_cm_cqe(priv));
 	priv->cq = ib_create_cq(priv->ca, ipoib_cq_event, NULL, priv, &cq_attr);
 	if (IS_ERR(priv->cq)) {
 		ret = PTR_ERR(priv->cq);
 		goto err_cm_cleanup;
 	}
-	init.send_cq = priv->cq;
+	/* sends, UD and CM: at most tx_size in flight (ipoib_tx_sent) */
+	cq_attr.cqe = priv->tx_size + 1;
+	priv->send_cq = ib_create_cq(priv->ca, ipoib_send_cq_event, NULL, priv,
+				     &cq_attr);
+	if (IS_ERR(priv->send_cq)) {
+		ret = PTR_ERR(priv->send_cq);
+		goto err_destroy_cq;
+	}
+	init.send_cq = priv->send_cq;
 	init.recv_cq = priv->cq;
 	priv->qp = ib_create_qp(priv->pd, &init);
 	if (IS_ERR(priv->qp)) {
 		ret = PTR_ERR(priv->qp);
-		goto err_destroy_cq;
+		goto err_destroy_send_cq;
 	}
 	return 0;
 
+err_destroy_send_cq:
+	ib_destroy_cq(priv->send_cq);
 err_destroy_cq:
 	ib_destroy_cq(priv->cq);
 err_cm_cleanup:
@@ -139,6 +160,7 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 	WARN_ON_ONCE(!list_empty(&priv->ah_dead));
 	ib_destroy_qp(priv->qp);
 	ipoib_cm_transport_cleanup(priv);
+	ib_destroy_cq(priv->send_cq);
 	ib_destroy_cq(priv->cq);
 	ib_dealloc_pd(priv->pd);
 	kvfree(priv->rx_ring);
@@ -159,8 +181,8 @@ static void ipoib_ah_rcu(struct rcu_head *rcu)
 	spin_lock_irqsave(&priv->ah_lock, flags);
 	list_add_tail(&ah->dead, &priv->ah_dead);
 	spin_unlock_irqrestore(&priv->ah_lock, flags);
-	/* NAPI reaps it after its last send's completion (signalled) */
-	napi_schedule(&priv->napi);
+	/* send_napi reaps it after its last send's (signalled) completion */
+	napi_schedule(&priv->send_napi);
 }
 
 static void ipoib_ah_release(struct kref *ref)
@@ -196,7 +218,7 @@ struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
 	return ah;
 }
 
-/* A page for a receive buffer's tail, mapped whole (UD and CM). */
+/* A page of a connected-mode receive buffer, mapped whole. */
 struct page *ipoib_alloc_rx_page(struct ipoib_dev_priv *priv, u64 *mapping,
 				 gfp_t gfp)
 {
@@ -213,14 +235,54 @@ struct page *ipoib_alloc_rx_page(struct ipoib_dev_priv *priv, u64 *mapping,
 	return page;
 }
 
-/* The receive buffer layout for this port MTU (while the transport is down). */
+/*
+ * The receive buffer layout for this port MTU, and the pool of its pages
+ * (while the transport is down). Without a pool the buffers are linear.
+ */
 static void ipoib_rx_layout(struct ipoib_dev_priv *priv)
 {
+	struct page_pool_params pp = {
+		.pool_size = priv->rx_size,
+		.nid = NUMA_NO_NODE,
+		.dma_dir = DMA_FROM_DEVICE,
+	};
+	struct page_pool *pool;
+
 	priv->rx_len = IPOIB_UD_BUF(priv->max_ib_mtu);
 	priv->rx_head = priv->rx_len;
-	if (priv->max_recv_sge >= 2 && priv->rx_len > IPOIB_UD_HEAD &&
-	    priv->rx_len - IPOIB_UD_HEAD <= PAGE_SIZE)
-		priv->rx_head = IPOIB_UD_HEAD;
+	if (priv->max_recv_sge < 2 || priv->rx_len <= IPOIB_UD_HEAD ||
+	    priv->rx_len - IPOIB_UD_HEAD > PAGE_SIZE)
+		return;
+	/* the HCA's mapping is ours (ib_dma_map_page): no PP_FLAG_DMA_MAP */
+	pool = page_pool_create(&pp);
+	if (IS_ERR(pool))
+		return;
+	priv->rx_pool = pool;
+	priv->rx_head = IPOIB_UD_HEAD;
+}
+
+/* A page for a datagram receive buffer's tail, from the pool, mapped. */
+static struct page *ipoib_ud_page(struct ipoib_dev_priv *priv, u64 *mapping)
+{
+	struct page *page = page_pool_dev_alloc_pages(priv->rx_pool);
+
+	if (!page)
+		return NULL;
+	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
+				   DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, *mapping)) {
+		page_pool_put_full_page(priv->rx_pool, page, false);
+		return NULL;
+	}
+	return page;
+}
+
+/* Unmap a datagram receive page and give it back to the pool. */
+static void ipoib_ud_page_free(struct ipoib_dev_priv *priv,
+			       struct page *page, u64 mapping)
+{
+	ib_dma_unmap_page(priv->ca, mapping, PAGE_SIZE, DMA_FROM_DEVICE);
+	page_pool_put_full_page(priv->rx_pool, page, false);
 }
 
 /* A receive head of "len" bytes after "pad" bytes of headroom, mapped. */
@@ -268,8 +330,7 @@ static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 			return -ENOMEM;
 	}
 	if (paged && !buf->page) {
-		buf->page = ipoib_alloc_rx_page(priv, &buf->mapping[1],
-						GFP_ATOMIC);
+		buf->page = ipoib_ud_page(priv, &buf->mapping[1]);
 		if (!buf->page)
 			return -ENOMEM;
 	}
@@ -310,9 +371,7 @@ static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
 		buf->skb = NULL;
 	}
 	if (buf->page) {
-		ib_dma_unmap_page(priv->ca, buf->mapping[1], PAGE_SIZE,
-				  DMA_FROM_DEVICE);
-		__free_page(buf->page);
+		ipoib_ud_page_free(priv, buf->page, buf->mapping[1]);
 		buf->page = NULL;
 	}
 	buf->posted = false;
@@ -353,9 +412,7 @@ static struct sk_buff *ipoib_rx_take(struct ipoib_dev_priv *priv,
 			buf->page = page;
 			buf->mapping[1] = map_page;
 		} else if (page) {
-			ib_dma_unmap_page(priv->ca, map_page, PAGE_SIZE,
-					  DMA_FROM_DEVICE);
-			__free_page(page);
+			ipoib_ud_page_free(priv, page, map_page);
 		}
 		ipoib_post_rx(priv, i);
 		return NULL;
@@ -369,6 +426,8 @@ static struct sk_buff *ipoib_rx_take(struct ipoib_dev_priv *priv,
 				  DMA_FROM_DEVICE);
 		skb_add_rx_frag(skb, 0, page, 0, len - priv->rx_head,
 				PAGE_SIZE);
+		/* freeing the skb returns the page to rx_pool */
+		skb_mark_for_recycle(skb);
 	}
 	return skb;
 }
@@ -530,51 +589,88 @@ static void ipoib_handle_tx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	priv->tx_tail++;
 }
 
-/* One completion to whoever owns it: CM, UD receive or UD send. */
-static void ipoib_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
+/* A completion of the receive CQ: CM (receive or drain) or UD receive. */
+static void ipoib_handle_recv_wc(struct ipoib_dev_priv *priv,
+				 struct ib_wc *wc)
 {
 	if (wc->wr_id & IPOIB_OP_CM)
 		ipoib_cm_handle_wc(priv, wc);
-	else if (wc->wr_id & IPOIB_OP_RECV)
+	else
 		ipoib_handle_rx(priv, wc);
+}
+
+/* A completion of the send CQ: CM or UD. */
+static void ipoib_handle_send_wc(struct ipoib_dev_priv *priv,
+				 struct ib_wc *wc)
+{
+	if (wc->wr_id & IPOIB_OP_CM)
+		ipoib_cm_handle_wc(priv, wc);
 	else
 		ipoib_handle_tx(priv, wc);
 }
 
-int ipoib_napi_poll(struct napi_struct *napi, int budget)
+static void ipoib_note_polled(int *max, int polled)
+{
+	if (polled > READ_ONCE(*max))
+		WRITE_ONCE(*max, polled);
+}
+
+/* Receives: UD, CM, and the CM drain WR. */
+static int ipoib_napi_poll(struct napi_struct *napi, int budget)
 {
 	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
 						   napi);
-	struct net_device *dev = priv->dev;
-	/*
-	 * Sends and receives share the CQ: every completion counts against
-	 * the budget, not only receives. Another CPU keeps posting sends as
-	 * we free their slots, and net_rx_action() checks its time limit
-	 * only between polls.
-	 */
-	int cap = budget;
 	struct ib_wc wcs[16];
-	int done = 0, polled = 0, n, i;
+	int polled = 0, n, i;
 
-	while (polled < cap) {
-		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
+	while (polled < budget) {
+		n = min_t(int, budget - polled, ARRAY_SIZE(wcs));
 		n = ib_poll_cq(priv->cq, n, wcs);
 		if (n <= 0)
 			break;
 		polled += n;
-		for (i = 0; i < n; i++) {
-			if (wcs[i].wr_id & IPOIB_OP_RECV)
-				done++;
-			ipoib_handle_wc(priv, &wcs[i]);
-		}
+		for (i = 0; i < n; i++)
+			ipoib_handle_recv_wc(priv, &wcs[i]);
 	}
-	if (polled > READ_ONCE(priv->napi_max_polled))
-		WRITE_ONCE(priv->napi_max_polled, polled);
+	ipoib_note_polled(&priv->napi_max_polled, polled);
+	if (priv->transport_up) {
+		ipoib_refill(priv);
+		ipoib_cm_poll(priv);
+	}
+
+	if (polled < budget && napi_complete_done(napi, polled) &&
+	    ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		napi_schedule(napi);
+	return polled;
+}
+
+/*
+ * Sends, UD and CM. At most the budget per poll too: another CPU keeps
+ * posting as we free slots, and net_rx_action() checks its time limit
+ * only between polls. Netpoll's budget 0 still frees a batch.
+ */
+static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
+{
+	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
+						   send_napi);
+	struct net_device *dev = priv->dev;
+	int cap = budget ?: 16;
+	struct ib_wc wcs[16];
+	int polled = 0, n, i;
+
+	while (polled < cap) {
+		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
+		n = ib_poll_cq(priv->send_cq, n, wcs);
+		if (n <= 0)
+			break;
+		polled += n;
+		for (i = 0; i < n; i++)
+			ipoib_handle_send_wc(priv, &wcs[i]);
+	}
+	ipoib_note_polled(&priv->send_napi_max_polled, polled);
 	if (unlikely(!list_empty(&priv->ah_dead)))
 		ipoib_ah_reap(priv);
-	/* at the cap: stay scheduled, as if the budget was used up */
-	if (polled >= cap)
-		done = budget;
 
 	/* pairs with the barrier in ipoib_tx_sent(): tail, then stopped */
 	smp_mb();
@@ -586,16 +682,26 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget)
 			netif_wake_queue(dev);
 		netif_tx_unlock(dev);
 	}
-	if (priv->transport_up) {
-		ipoib_refill(priv);
-		ipoib_cm_poll(priv);
-	}
 
-	if (done < budget && napi_complete_done(napi, done) &&
-	    ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
+	if (!budget)
+		return 0;
+	if (polled < budget && napi_complete_done(napi, polled) &&
+	    ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
 			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		napi_schedule(napi);
-	return done;
+	return min(polled, budget);
+}
+
+void ipoib_napi_add(struct ipoib_dev_priv *priv)
+{
+	netif_napi_add(priv->dev, &priv->napi, ipoib_napi_poll);
+	netif_napi_add_tx(priv->dev, &priv->send_napi, ipoib_send_napi_poll);
+}
+
+void ipoib_napi_del(struct ipoib_dev_priv *priv)
+{
+	netif_napi_del(&priv->send_napi);
+	netif_napi_del(&priv->napi);
 }
 
 /*
@@ -849,18 +955,21 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	 */
 	ipoib_refill(priv);
 	napi_enable(&priv->napi);
+	napi_enable(&priv->send_napi);
 	if (!priv->rx_outstanding) {
 		netdev_err(priv->dev, "cannot post receive buffers\n");
 		ipoib_transport_down(priv);
 		return -ENOMEM;
 	}
 	/* what completed before the arming is polled now */
+	local_bh_disable();
 	if (ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
-			     IB_CQ_REPORT_MISSED_EVENTS) > 0) {
-		local_bh_disable();
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		napi_schedule(&priv->napi);
-		local_bh_enable();
-	}
+	if (ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		napi_schedule(&priv->send_napi);
+	local_bh_enable();
 	return 0;
 }
 
@@ -875,24 +984,28 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	unsigned long deadline = jiffies + 5 * HZ;
 	struct ib_wc wcs[16];
 	unsigned int i;
-	int n;
+	int n, m;
 
 	ASSERT_RTNL();
 	if (!priv->transport_up)
 		return;
 	priv->transport_up = false;
 	napi_disable(&priv->napi);
+	napi_disable(&priv->send_napi);
 	netif_tx_disable(priv->dev);
 
 	ipoib_modify_state(priv, IB_QPS_ERR, 0, &attr);
 	while (priv->rx_outstanding ||
 	       priv->tx_head != READ_ONCE(priv->tx_tail)) {
-		n = ib_poll_cq(priv->cq, ARRAY_SIZE(wcs), wcs);
 		local_bh_disable();
+		n = ib_poll_cq(priv->cq, ARRAY_SIZE(wcs), wcs);
 		for (i = 0; i < n; i++)
-			ipoib_handle_wc(priv, &wcs[i]);
+			ipoib_handle_recv_wc(priv, &wcs[i]);
+		m = ib_poll_cq(priv->send_cq, ARRAY_SIZE(wcs), wcs);
+		for (i = 0; i < m; i++)
+			ipoib_handle_send_wc(priv, &wcs[i]);
 		local_bh_enable();
-		if (n > 0)
+		if (n > 0 || m > 0)
 			continue;
 		if (time_after(jiffies, deadline)) {
 			netdev_warn(priv->dev, "%u receives and %u sends not flushed after 5s\n",
@@ -914,4 +1027,9 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	ipoib_ah_reap(priv);
 	for (i = 0; i < priv->rx_size; i++)
 		ipoib_free_rx_buf(priv, i);
+	/* pages still with the stack come back to it, then it goes */
+	if (priv->rx_pool) {
+		page_pool_destroy(priv->rx_pool);
+		priv->rx_pool = NULL;
+	}
 }

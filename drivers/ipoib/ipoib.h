@@ -288,15 +288,30 @@ struct ipoib_dev_priv {
 	unsigned int admin_mtu;
 
 	struct ib_pd *pd;
+	/*
+	 * Receives (UD, CM, and the CM drain WR, which must follow its
+	 * QPs' receives) complete on cq, polled by napi; sends (UD and CM)
+	 * on send_cq, polled by send_napi. Each poll handles at most its
+	 * budget, and neither kind of completion waits behind the other.
+	 */
 	struct ib_cq *cq;
+	struct ib_cq *send_cq;
 	unsigned int max_send_sge;	/* what the HCA takes, at most ours */
 	unsigned int max_recv_sge;	/* the UD QP's: 2 (head + page) or 1 */
 	/* receive buffer layout, fixed while the transport is up */
 	unsigned int rx_len;		/* GRH + the largest datagram */
 	unsigned int rx_head;		/* of which in the skb head */
+	/*
+	 * The receive pages, while the transport is up and rx_head <
+	 * rx_len: the stack gives them back when it frees the skb, so they
+	 * are not zeroed again (init_on_alloc) for every datagram. Only
+	 * NAPI (and transport_up before NAPI runs) allocates from it.
+	 */
+	struct page_pool *rx_pool;
 	bool lso;			/* the UD QP takes IB_WR_LSO */
 	struct ib_qp *qp;
 	struct napi_struct napi;
+	struct napi_struct send_napi;
 	bool transport_up;		/* under rtnl */
 
 	struct ipoib_rx_buf *rx_ring;
@@ -315,6 +330,7 @@ struct ipoib_dev_priv {
 	unsigned int global_head;	/* xmit, under the tx lock */
 	unsigned int global_tail;	/* NAPI */
 	int napi_max_polled;		/* most completions in one poll */
+	int send_napi_max_polled;
 	u64 cm_rnr_fallbacks;		/* NAPI: RNR_RETRY_EXC, UD for a while */
 	u64 tx_timeouts;		/* dev_watchdog: datapath restarted */
 
@@ -444,7 +460,8 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv);
 void ipoib_transport_cleanup(struct ipoib_dev_priv *priv);
 int ipoib_transport_up(struct ipoib_dev_priv *priv);
 void ipoib_transport_down(struct ipoib_dev_priv *priv);
-int ipoib_napi_poll(struct napi_struct *napi, int budget);
+void ipoib_napi_add(struct ipoib_dev_priv *priv);
+void ipoib_napi_del(struct ipoib_dev_priv *priv);
 void ipoib_rx_deliver(struct ipoib_dev_priv *priv, struct sk_buff *skb);
 void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 		   enum ib_wc_status status);

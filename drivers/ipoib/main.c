@@ -696,7 +696,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
 	INIT_WORK(&priv->rx_mode_work, ipoib_rx_mode_work);
-	netif_napi_add(dev, &priv->napi, ipoib_napi_poll);
+	ipoib_napi_add(priv);
 }
 
 /*
@@ -760,7 +760,7 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	cancel_work_sync(&priv->carrier_work);
 	ipoib_mcast_stop(priv);
 	ipoib_transport_cleanup(priv);
-	netif_napi_del(&priv->napi);
+	ipoib_napi_del(priv);
 }
 
 static struct ipoib_dev_priv *ipoib_add_port(struct ipoib_hca *hca,
@@ -802,7 +802,7 @@ err_unlist:
 	spin_unlock_irq(&hca->lock);
 	/* an event may have queued it meanwhile */
 	cancel_work_sync(&priv->restart_work);
-	netif_napi_del(&priv->napi);
+	ipoib_napi_del(priv);
 	free_netdev(dev);
 	return ERR_PTR(ret);
 }
