@@ -499,9 +499,22 @@ ipoib_mode_child() {
 # in NS beside its parent. In-tree creates it in init_net whatever the
 # parent's namespace (ours in the parent's): it is moved there.
 ipoib_sysfs_child() {
-	ip netns exec "$1" sh -c "echo 0x$3 >/sys/class/net/$2/create_child" || return 1
-	ip -n "$1" link show "$2.$3" >/dev/null 2>&1 ||
-		ip link set "$2.$3" netns "$1"
+	ipoib_sysfs_children "$1" "$2" "$3"
+}
+
+# ipoib_sysfs_children NS PARENT PKEY...: as ipoib_sysfs_child, several
+# children with three processes in all (a TCG guest pays ~0.2 s each)
+ipoib_sysfs_children() {
+	local ns=$1 parent=$2 pk moves=""
+
+	shift 2
+	ip netns exec "$ns" sh -c 'p=$1; shift; for k; do
+		echo "0x$k" >"/sys/class/net/$p/create_child" || exit 1; done' - "$parent" "$@" ||
+		return 1
+	for pk; do
+		[[ -e /sys/class/net/$parent.$pk ]] && moves+="link set $parent.$pk netns $ns"$'\n'
+	done
+	[[ -z $moves ]] || ip -batch - <<<"$moves"
 }
 
 # ipoib_set_mode NS DEV connected|datagram. Ours: netlink (IFLA_IPOIB_MODE),

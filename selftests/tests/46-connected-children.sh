@@ -50,12 +50,15 @@ RET=0
 # netlink mode change can release another task's rtnl).
 for side in "$A ib0 1" "$B ib1 2"; do
 	set -- $side
-	for ((i = 1; i <= N; i++)); do
-		[[ $IPOIB == intree ]] || break
-		printf -v pk %04x $((0x8000 + i))
-		ipoib_sysfs_child "$1" "$2" $pk
-		check_err $? "sysfs child $2.$pk"
-	done
+	if [[ $IPOIB == intree ]]; then
+		pks=()
+		for ((i = 1; i <= N; i++)); do
+			printf -v pk %04x $((0x8000 + i))
+			pks+=("$pk")
+		done
+		ipoib_sysfs_children "$1" "$2" "${pks[@]}"
+		check_err $? "sysfs children of $2"
+	fi
 	for ((i = 1; i <= N; i++)); do
 		printf -v pk %04x $((0x8000 + i))
 		[[ $IPOIB == intree ]] ||
