@@ -56,4 +56,37 @@
 #else
 #include <net/page_pool.h>
 #endif
+#if !IS_ENABLED(CONFIG_PAGE_POOL)
+/*
+ * A kernel whose config selects nothing that needs PAGE_POOL (a minimal
+ * debug kernel, say) declares the API without building it. There the
+ * pool is never created and the receive buffers stay linear; the rest
+ * maps to plain pages so that nothing refers to a missing symbol.
+ */
+static inline struct page_pool *
+compat_page_pool_create(const struct page_pool_params *params)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline struct page *compat_page_pool_alloc(struct page_pool *pool)
+{
+	return NULL;
+}
+
+static inline void compat_page_pool_put(struct page_pool *pool,
+					struct page *page, bool direct)
+{
+	put_page(page);
+}
+
+static inline void compat_skb_mark_for_recycle(struct sk_buff *skb)
+{
+}
+
+#define page_pool_create compat_page_pool_create
+#define page_pool_dev_alloc_pages compat_page_pool_alloc
+#define page_pool_put_full_page compat_page_pool_put
+#define skb_mark_for_recycle compat_skb_mark_for_recycle
+#endif
 #endif
