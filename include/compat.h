@@ -18,8 +18,6 @@
 #error "ipoib-ng supports Linux 6.1 to 6.12 (Debian bookworm's two kernel series)"
 #endif
 
-#include "version.h"
-
 /*
  * ib_device_ops.create_cq: the third argument became the uverbs attribute
  * bundle in 6.11 (it was the udata). Kernel consumers pass NULL in both.
