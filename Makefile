@@ -12,6 +12,8 @@
 #   make shell KSER=6.12      interactive guest shell with the modules built
 #   make style | sparse       checkpatch / sparse (C=2, endian checks)
 #   make install | dkms-install | dkms-uninstall
+#   make deb                  .build/deb/ipoib-ng-dkms_<version>_all.deb (dh-dkms),
+#                             checked with lintian
 #   make fresh [FRESH=check]  README's "make demo" (or check) from a clone of
 #                             HEAD in a new debootstrap'ed bookworm chroot
 #
@@ -26,8 +28,10 @@ KDIR ?= /lib/modules/$(KVER)/build
 endif
 
 PACKAGE_NAME := ipoib-ng
-VERSION := $(shell git -C $(CURDIR) describe --tags --always --dirty 2>/dev/null || \
-	     sed -n 's/^\#define IPOIB_NG_VERSION "\(.*\)"/\1/p' include/version.h)
+# the one version of modules, DKMS and package (see dkms.conf)
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$$/\1/p' dkms.conf)
+DKMS_SRC := /usr/src/$(PACKAGE_NAME)-$(VERSION)
+UDEV_RULE := udev/76-ipoib-ng.rules
 
 # Test kernels: Debian bookworm metapackage per kernel series.
 KSER ?= 6.1 6.12
@@ -35,9 +39,11 @@ CACHE ?= /var/cache/ipoib-ng
 VM := selftests/vm
 
 SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
+# what DKMS builds from: sources only, never objects of a local build
+DKMS_FILES := Kbuild dkms.conf $(SOURCES) $(wildcard drivers/*/Kbuild)
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
-	deps kernels check check-debug shell demo bench fresh
+	deb deps kernels check check-debug shell demo bench fresh
 
 all: module
 
@@ -62,20 +68,51 @@ install: module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $(KVER)
 
+# dkms-install is idempotent: the same sources keep their builds, changed
+# sources replace them. dkms builds for the running kernel (and, through
+# its kernel hook, for every kernel installed later).
 dkms-install:
-	rm -rf /usr/src/$(PACKAGE_NAME)-$(VERSION)
-	mkdir -p /usr/src/$(PACKAGE_NAME)-$(VERSION)
-	cp -r Kbuild Makefile dkms.conf drivers include LICENSE /usr/src/$(PACKAGE_NAME)-$(VERSION)/
-	sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' \
-		/usr/src/$(PACKAGE_NAME)-$(VERSION)/dkms.conf
-	sed -i 's/^#define IPOIB_NG_VERSION ".*"/#define IPOIB_NG_VERSION "$(VERSION)"/' \
-		/usr/src/$(PACKAGE_NAME)-$(VERSION)/include/version.h
-	dkms add -m $(PACKAGE_NAME) -v $(VERSION)
-	dkms build -m $(PACKAGE_NAME) -v $(VERSION)
+	@command -v dkms >/dev/null || { echo "error: dkms is not installed:" \
+		"apt-get install dkms linux-headers-$$(uname -r)" >&2; exit 1; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for f in $(DKMS_FILES); do install -D -m 644 $$f $$tmp/$$f; done; \
+	if [ -d $(DKMS_SRC) ] && ! diff -r -q $$tmp $(DKMS_SRC) >/dev/null; then \
+		echo "$(DKMS_SRC) differs from this tree: replacing it and its builds"; \
+		dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all >/dev/null 2>&1 || true; \
+		rm -rf $(DKMS_SRC); \
+	fi; \
+	if [ ! -d $(DKMS_SRC) ]; then mkdir -p $(DKMS_SRC); cp -a $$tmp/. $(DKMS_SRC)/; fi
+	@dkms status -m $(PACKAGE_NAME) -v $(VERSION) | grep -q . || \
+		dkms add -m $(PACKAGE_NAME) -v $(VERSION)
 	dkms install -m $(PACKAGE_NAME) -v $(VERSION)
+	install -D -m 644 $(UDEV_RULE) /etc/udev/rules.d/$(notdir $(UDEV_RULE))
+	-@udevadm control --reload 2>/dev/null
 
 dkms-uninstall:
-	dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all
+	@command -v dkms >/dev/null || { echo "error: dkms is not installed" >&2; exit 1; }
+	rm -f /etc/udev/rules.d/$(notdir $(UDEV_RULE))
+	@if dkms status -m $(PACKAGE_NAME) -v $(VERSION) | grep -q .; then \
+		echo "dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all"; \
+		dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all; \
+	else echo "$(PACKAGE_NAME) $(VERSION) is not in dkms: nothing to remove"; fi
+	rm -rf $(DKMS_SRC)
+
+# The package is built from the committed tree (git archive) when there is
+# one, else from this directory's files: never from local objects.
+DEB_DIR := .build/deb
+deb:
+	@$(VM)/deps.sh debhelper dh-dkms lintian
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/src
+	@if git -C $(CURDIR) rev-parse --git-dir >/dev/null 2>&1; then \
+		git -C $(CURDIR) archive HEAD | tar -x -C $(DEB_DIR)/src; \
+	else \
+		tar -c --exclude=./.build --exclude='*.o' --exclude='*.ko' . | tar -x -C $(DEB_DIR)/src; \
+	fi
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+		{ tail -n 30 ../build.log; exit 1; }
+	lintian --fail-on error,warning --info $(DEB_DIR)/$(PACKAGE_NAME)-dkms_$(VERSION)_all.deb
+	@echo "built $(DEB_DIR)/$(PACKAGE_NAME)-dkms_$(VERSION)_all.deb"
 
 deps:
 	@$(VM)/deps.sh
