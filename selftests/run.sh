@@ -78,6 +78,7 @@ shadow_build() {
 	find "$b" -type l -name '*.mod.c' -delete
 	{
 		echo Kbuild
+		echo dkms.conf
 		find drivers include -type f ! -name '*.mod.c' \
 			\( -name '*.[chS]' -o -name Kbuild -o -name Makefile \)
 	} | while read -r f; do
@@ -145,6 +146,11 @@ run_series() {
 		return
 	fi
 	echo "# kernel $abi: built $(cd "$b/ko" && echo *.ko) in $((SECONDS - start))s"
+	# 15-install's DKMS build, here at native speed (see dkms-prebuild.sh);
+	# when it fails, that test fails and says why
+	if wants_test 15-install; then
+		"$VM/dkms-prebuild.sh" "$abi" "$kdir" "$b/dkms" 2>&1 | sed 's/^/# /' || true
+	fi
 
 	local k n=$GUESTS res pt=0 st=0 ft=0
 	for ((k = 1; k <= n; k++)); do
@@ -216,8 +222,20 @@ host_tests() {
 	echo "# host tests: $pass passed, $fail failed, $skip skipped"
 }
 
+# wants_test NAME: the guest suite will run test NAME
+wants_test() {
+	[[ $guest_cmd == */guest-suite.sh ]] && { [[ -z $TESTS ]] || [[ " $TESTS " == *" $1 "* ]]; }
+}
+
 pass=0 fail=0 skip=0
 [[ $guest_cmd != */guest-suite.sh ]] || host_tests
+# the Debian package 15-install installs (one for every kernel)
+mkdir -p .build
+if wants_test 15-install; then
+	echo "# building the Debian package for 15-install (make deb, log: .build/deb/build.log)"
+	make --no-print-directory deb >.build/deb.log 2>&1 ||
+		sed 's/^/# make deb: /' .build/deb.log | tail -n 20
+fi
 
 # The kernels run side by side (one guest each, TCG): on this 2-core
 # machine that halves the wall time. SERIAL=1 runs them one after the

@@ -1,0 +1,333 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: none
+# timeout: 600
+#
+# Installing as a site does: "make dkms-install" from a copy of the tree
+# and the Debian package (dpkg -i / dpkg -r), each replacing the kernel's
+# ib_ipoib with ours under updates/dkms without --force and giving the
+# in-tree module back on removal; and boot-time loading by udev, for
+# which rdma-core alone loads nothing on softib.
+#
+# The DKMS build itself ran on the host at native speed
+# (selftests/vm/dkms-prebuild.sh: a 10-17 min compile under TCG) and
+# seeds /var/lib/dkms here for make dkms-install, and the package's
+# postinst as a DKMS tarball, so the guest runs what decides the outcome:
+# our Makefile, dpkg and the package's maintainer scripts, dkms's version
+# check and install, depmod, modprobe, udevd. LONG=1 builds in the guest
+# as well. Both drivers are exercised: in-tree before the install and
+# after the removal, ours in between.
+
+source "$(dirname "$0")/../lib.sh"
+
+# depmod reads every module of the tree, and a TCG guest pays about 70 s
+# for each of the half dozen depmods that dkms and dpkg run on Debian's
+# 4,000-module tree. So (unless LONG=1) the test runs in a mount
+# namespace of its own whose /lib/modules holds this kernel alone, with
+# only the modules the test can load (the IB stack, what is loaded now,
+# their dependencies), copied from the real tree; everything installed
+# into it vanishes with the namespace. The module loader itself is untouched: modprobe, udevd and
+# dkms all run inside the namespace.
+if ((!LONG)) && [[ -z ${IPOIB_NG_TRIMMED:-} ]]; then
+	exec env IPOIB_NG_TRIMMED=1 unshare -m --propagation private "$0" "$@"
+fi
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ABI=$(uname -r)
+ARCH=$(uname -m)
+MODS=/lib/modules/$ABI
+VER=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' "$ROOT/dkms.conf")
+PRE=$(readlink -f "$KO_DIR/../dkms")
+DEB=$ROOT/.build/deb/ipoib-ng-dkms_${VER}_all.deb
+RULE=76-ipoib-ng.rules
+UDEVD=/lib/systemd/systemd-udevd
+# The guest's busybox init looks like a chroot to systemd's tools, which
+# then ignore requests ("Running in chroot, ignoring request").
+export SYSTEMD_IGNORE_CHROOT=1
+
+ktap_header 11
+
+require_cmd dkms dpkg make udevadm modinfo
+ktap_diag "version $VER, kernel $ABI"
+
+# ---- helpers ----------------------------------------------------------
+
+# seed: the host's build of these sources, as if dkms had built it here
+# (make dkms-install keeps a build of unchanged sources)
+seed() {
+	((LONG)) && return 0
+	mkdir -p /var/lib/dkms/ipoib-ng &&
+		cp -a "$PRE/tree/ipoib-ng/$VER" /var/lib/dkms/ipoib-ng/ &&
+		ln -sfn "/usr/src/ipoib-ng-$VER" "/var/lib/dkms/ipoib-ng/$VER/source"
+}
+
+# mod_path MOD: where modprobe finds MOD
+mod_path() {
+	modinfo -n "$1" 2>/dev/null
+}
+
+# ours_installed WHAT: modules, dkms status and modprobe say ours
+ours_installed() {
+	local st p
+
+	st=$(dkms status -m ipoib-ng 2>/dev/null)
+	[[ $st == "ipoib-ng/$VER, $ABI, $ARCH: installed" ]]
+	check_err $? "$1: dkms status: '$st'"
+	p=$(mod_path ib_ipoib)
+	[[ $p == "$MODS/updates/dkms/ib_ipoib.ko"* ]]
+	check_err $? "$1: modinfo -n ib_ipoib: $p"
+	[[ $(modinfo -F version ib_ipoib) == "$VER" ]]
+	check_err $? "$1: modinfo version '$(modinfo -F version ib_ipoib)', not $VER"
+	p=$(mod_path softib)
+	[[ $p == "$MODS/updates/dkms/softib.ko"* ]]
+	check_err $? "$1: modinfo -n softib: $p"
+	modprobe ib_ipoib
+	check_err $? "$1: modprobe ib_ipoib failed"
+	[[ $(cat /sys/module/ib_ipoib/srcversion 2>/dev/null) == "$(modinfo -F srcversion ib_ipoib)" ]] &&
+		grep -q O /sys/module/ib_ipoib/taint
+	check_err $? "$1: the loaded ib_ipoib is not the installed one ($(ipoib_module_path))"
+	[[ ! -d /sys/module/softib ]]
+	check_err $? "$1: softib was loaded along with ib_ipoib"
+	modprobe -r ib_ipoib
+}
+
+# intree_back WHAT: modinfo and modprobe find the kernel's ib_ipoib again
+intree_back() {
+	local p st
+
+	p=$(mod_path ib_ipoib)
+	[[ $p == "$INTREE" ]]
+	check_err $? "$1: modinfo -n ib_ipoib: $p, not $INTREE"
+	[[ -z $(mod_path softib) ]]
+	check_err $? "$1: softib still installed: $(mod_path softib)"
+	st=$(dkms status -m ipoib-ng 2>/dev/null)
+	[[ -z $st ]]
+	check_err $? "$1: dkms status: '$st'"
+	[[ ! -e /usr/src/ipoib-ng-$VER ]]
+	check_err $? "$1: /usr/src/ipoib-ng-$VER left behind"
+	modprobe ib_ipoib && ! grep -q O /sys/module/ib_ipoib/taint
+	check_err $? "$1: modprobe ib_ipoib: $(ipoib_module_path)"
+	modprobe -r ib_ipoib
+}
+
+udevd_start() {
+	mkdir -p /run/udev /etc/udev/rules.d
+	# no interface renames in this guest (the rule is masked by name)
+	: >/etc/udev/rules.d/80-net-setup-link.rules
+	"$UDEVD" --daemon --resolve-names=never >/dev/null 2>&1 || return 1
+	slowwait 20 udevadm control --ping >/dev/null
+}
+
+udevd_stop() {
+	udevadm control --exit 2>/dev/null
+	pkill -f systemd-udevd 2>/dev/null
+	rm -f /etc/udev/rules.d/80-net-setup-link.rules /etc/udev/rules.d/$RULE
+}
+
+# softib_event: load softib (CMD...), let udev handle its uevents, then
+# print which ib_ipoib is loaded ("none", "intree" or "ours") and
+# whether the device was marked InfiniBand for rdma-core
+softib_event() {
+	local which=none mark
+
+	"$@" >/dev/null || { echo "softib-load-failed"; return; }
+	slowwait 20 test -e "$SOFTIB_SYS" >/dev/null
+	udevadm settle -t 60
+	# the module loads from udevd's worker: give it a moment to finish
+	slowwait 10 test -d /sys/module/ib_ipoib/holders >/dev/null
+	if [[ -d /sys/module/ib_ipoib ]]; then
+		which=intree
+		grep -q O /sys/module/ib_ipoib/taint && which=ours
+	fi
+	mark=$(udevadm info -q property -p /class/infiniband/softib0 | grep -c '^ID_RDMA_INFINIBAND=1$')
+	echo "$which mark=$mark"
+	unload_ipoib
+	unload_softib
+}
+
+cleanup() {
+	unload_ipoib
+	unload_softib
+	udevd_stop
+	dpkg -r ipoib-ng-dkms >/dev/null 2>&1
+	dkms remove -m ipoib-ng -v "$VER" --all >/dev/null 2>&1
+	rm -rf "/usr/src/ipoib-ng-$VER" /var/lib/dkms/ipoib-ng "$WORK" "$TARBALL_DIR" /tmp/ipoib-ng-deb
+	rm -rf "$MODS/updates/dkms"
+	depmod -a "$ABI"
+}
+
+# step: how long the test has run (a TCG guest pays for every depmod)
+step() {
+	ktap_diag "at ${SECONDS}s: $*"
+}
+
+# ---- setup ------------------------------------------------------------
+
+WORK=/tmp/ipoib-ng-clone
+TARBALL_DIR=/usr/share/ipoib-ng-dkms
+defer cleanup
+RET=0
+INTREE=$(mod_path ib_ipoib)
+[[ $INTREE == "$MODS/kernel/"* ]]
+check_err $? "the kernel's own ib_ipoib is not what modprobe finds: '$INTREE'"
+[[ -n $VER ]]
+check_err $? "no PACKAGE_VERSION in dkms.conf"
+((LONG)) || [[ -d $PRE/tree/ipoib-ng/$VER/$ABI/$ARCH/module ]]
+check_err $? "no DKMS build from the host in $PRE (build: $(tail -n 3 "$PRE/build.log" 2>&1))"
+[[ -e $DEB ]]
+check_err $? "no package $DEB (make deb: $(tail -n 5 "$ROOT/.build/deb.log" 2>&1))"
+# dkms needs /dev/fd for its <(...) (udev or systemd make it on a real
+# system; this guest's devtmpfs has none)
+[[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
+# trim_modules: /lib/modules as described at the top, with this kernel
+# alone (dkms's postinst would otherwise build for every kernel it sees)
+trim_modules() {
+	local t=/tmp/ipoib-ng-modules m f
+
+	rm -rf "$t" && mkdir -p "$t/$ABI" || return 1
+	for m in ib_ipoib ib_umad ib_uverbs rdma_ucm $(awk '{ print $1 }' /proc/modules); do
+		modprobe --show-depends "$m" 2>/dev/null
+	done | awk '$1 == "insmod" { print $2 }' | sort -u | while read -r f; do
+		install -D -m 644 "$f" "$t/$ABI${f#"$MODS"}" || exit 1
+	done || return 1
+	cp -a "$MODS"/modules.builtin* "$MODS"/modules.order "$t/$ABI/" &&
+		ln -s "/usr/src/linux-headers-$ABI" "$t/$ABI/build" &&
+		mount --bind "$t" /lib/modules && depmod -a "$ABI"
+}
+
+if [[ -n ${IPOIB_NG_TRIMMED:-} ]]; then
+	trim_modules
+	check_err $? "cannot set up the trimmed module tree"
+	ktap_diag "module tree trimmed to $(find "$MODS/" -name '*.ko*' | wc -l) modules"
+fi
+# dkms builds against /lib/modules/ABI/build, which the headers provide
+[[ -e $MODS/build ]] || ln -s "/usr/src/linux-headers-$ABI" "$MODS/build"
+[[ -e $MODS/build/.config ]]
+check_err $? "no kernel headers for $ABI at $MODS/build"
+# a copy of the tree as a site has it: its files, no objects, no git
+rm -rf "$WORK" && mkdir -p "$WORK" &&
+	(cd "$ROOT" && git ls-files -z | xargs -0 cp --parents -t "$WORK")
+check_err $? "cannot copy the tree to $WORK"
+log_test "setup: in-tree ib_ipoib in kernel/, host DKMS build and package present"
+((__ktap_fail == 0)) || ktap_finish
+
+step "boot-time loading"
+# ---- boot-time loading, before anything is installed -------------------
+
+RET=0
+udevd_start
+check_err $? "systemd-udevd does not run here"
+out=$(softib_event load_softib)
+[[ $out == "none mark=0" ]]
+check_err $? "softib with rdma-core's rules alone: '$out' (want: no ib_ipoib, no ID_RDMA_INFINIBAND)"
+log_test "udev: rdma-core's rules alone load no ib_ipoib for softib (the gap the rule fills)"
+
+RET=0
+cp "$ROOT/udev/$RULE" /etc/udev/rules.d/ && udevadm control --reload
+out=$(softib_event load_softib)
+[[ $out == "intree mark=1" ]]
+check_err $? "softib with $RULE: '$out' (want: in-tree ib_ipoib, ID_RDMA_INFINIBAND=1)"
+rm -f "/etc/udev/rules.d/$RULE"
+udevadm control --reload
+log_test "udev: $RULE loads the kernel's ib_ipoib when softib registers"
+
+step "make dkms-install"
+# ---- make dkms-install / dkms-uninstall ------------------------------
+
+RET=0
+seed
+check_err $? "cannot seed /var/lib/dkms"
+out=$(make -C "$WORK" --no-print-directory dkms-install 2>&1)
+check_err $? "make dkms-install failed: $(tail -n 5 <<<"$out")"
+! grep -qiE "will not replace|not newer|--force" <<<"$out"
+check_err $? "dkms refused: $(grep -iE 'replace|newer|force' <<<"$out")"
+diff -r -q "$PRE/src/ipoib-ng-$VER" "/usr/src/ipoib-ng-$VER" >/dev/null
+check_err $? "the host's DKMS build is of other sources than /usr/src/ipoib-ng-$VER (uncommitted files?)"
+[[ -e /etc/udev/rules.d/$RULE ]]
+check_err $? "no /etc/udev/rules.d/$RULE"
+ours_installed "make dkms-install"
+log_test "make dkms-install: ours in updates/dkms, dkms says installed, modprobe loads it, softib not loaded"
+
+RET=0
+out=$(make -C "$WORK" --no-print-directory dkms-install 2>&1)
+check_err $? "second make dkms-install failed: $(tail -n 5 <<<"$out")"
+! grep -q "Building module" <<<"$out"
+check_err $? "the same sources were built again"
+ours_installed "make dkms-install, again"
+log_test "make dkms-install twice: the same sources keep their build"
+
+RET=0
+out=$(make -C "$WORK" --no-print-directory dkms-uninstall 2>&1)
+check_err $? "make dkms-uninstall failed: $(tail -n 5 <<<"$out")"
+[[ ! -e /etc/udev/rules.d/$RULE ]]
+check_err $? "/etc/udev/rules.d/$RULE left behind"
+intree_back "make dkms-uninstall"
+out=$(make -C "$WORK" --no-print-directory dkms-uninstall 2>&1)
+check_err $? "a second make dkms-uninstall failed: $(tail -n 3 <<<"$out")"
+log_test "make dkms-uninstall: the kernel's ib_ipoib is back, nothing left; twice is harmless"
+
+step "the Debian package"
+# ---- the Debian package ---------------------------------------------
+
+RET=0
+# dkms's postinst starts from a clean slate for this version (it removes
+# what /var/lib/dkms holds), so a package hands it prebuilt modules as a
+# DKMS tarball in /usr/share/<package>: the host's build, as one
+((LONG)) || { mkdir -p "$TARBALL_DIR" &&
+	cp "$PRE/tree/ipoib-ng/$VER/tarball/ipoib-ng-$VER.dkms.tar.gz" "$TARBALL_DIR/"; }
+check_err $? "cannot place the DKMS tarball"
+out=$(dpkg -i "$DEB" 2>&1)
+check_err $? "dpkg -i failed: $(tail -n 8 <<<"$out")"
+[[ $(dpkg-query -W -f '${Status}' ipoib-ng-dkms 2>/dev/null) == "install ok installed" ]]
+check_err $? "dpkg: $(dpkg-query -W -f '${Status}' ipoib-ng-dkms 2>&1)"
+! grep -qiE "will not replace|not newer" <<<"$out"
+check_err $? "dkms refused: $(grep -iE 'replace|newer' <<<"$out")"
+rm -rf /tmp/ipoib-ng-deb && dpkg-deb -x "$DEB" /tmp/ipoib-ng-deb &&
+	diff -r -q "$PRE/src/ipoib-ng-$VER" "/tmp/ipoib-ng-deb/usr/src/ipoib-ng-$VER" >/dev/null
+check_err $? "the package's /usr/src/ipoib-ng-$VER is not what DKMS built from: $(diff -r -q "$PRE/src/ipoib-ng-$VER" "/tmp/ipoib-ng-deb/usr/src/ipoib-ng-$VER" 2>&1 | head -n 3)"
+grep -q "Building initial module" <<<"$out" && ((!LONG))
+check_fail $? "the postinst built in the guest although a prebuilt tarball was there"
+[[ -e /lib/udev/rules.d/$RULE ]]
+check_err $? "the package has no /lib/udev/rules.d/$RULE"
+ls /usr/share/doc/ipoib-ng-dkms/admin-guide.rst* >/dev/null 2>&1
+check_err $? "no admin guide in /usr/share/doc/ipoib-ng-dkms"
+ours_installed "dpkg -i"
+log_test "dpkg -i: sources, udev rule and docs in place, ours installed for the running kernel"
+
+RET=0
+out=$(softib_event modprobe softib)
+[[ $out == "ours mark=1" ]]
+check_err $? "modprobe softib with the package installed: '$out' (want: ours loaded by udev)"
+log_test "udev: the package's rule loads ours when its softib registers"
+
+step "unsupported kernel"
+RET=0
+mkdir -p /lib/modules/5.10.0-99-amd64
+out=$(dkms build -m ipoib-ng -v "$VER" -k 5.10.0-99-amd64 2>&1)
+rc=$?
+# 9 upstream; Debian's dkms exits 77 ("skipped")
+[[ $rc -eq 9 || $rc -eq 77 ]] && grep -q "BUILD_EXCLUSIVE" <<<"$out"
+check_err $? "dkms build for 5.10: exit $rc: $out"
+[[ $(dkms status -m ipoib-ng) != *5.10.0-99* ]]
+check_err $? "dkms status after the refused build: $(dkms status -m ipoib-ng)"
+rmdir /lib/modules/5.10.0-99-amd64
+ktap_diag "$(grep -m1 BUILD_EXCLUSIVE <<<"$out")"
+log_test "a kernel outside 6.1-6.12 is skipped by dkms (exit $rc, BUILD_EXCLUSIVE)"
+
+step "dpkg -r"
+RET=0
+out=$(dpkg -r ipoib-ng-dkms 2>&1)
+check_err $? "dpkg -r failed: $(tail -n 5 <<<"$out")"
+[[ ! -e /lib/udev/rules.d/$RULE && ! -e /var/lib/dkms/ipoib-ng ]]
+check_err $? "left behind: $(ls -d /lib/udev/rules.d/$RULE /var/lib/dkms/ipoib-ng 2>/dev/null)"
+intree_back "dpkg -r"
+log_test "dpkg -r: the kernel's ib_ipoib is back, DKMS state and rule gone"
+
+RET=0
+out=$(softib_event load_softib)
+udevd_stop
+[[ $out == "none mark=0" ]]
+check_err $? "softib after dpkg -r: '$out' (want: nothing loaded)"
+log_test "udev: after removal softib loads nothing again"
+
+ktap_finish

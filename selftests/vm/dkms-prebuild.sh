@@ -1,0 +1,51 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# dkms-prebuild.sh ABI KDIR OUT: dkms add + build of this tree for kernel
+# ABI on this machine, into a private DKMS tree OUT/tree with its sources
+# in OUT/src, plus that build as a DKMS tarball (OUT/tree/ipoib-ng/VER/
+# tarball/), for the install test (15-install) to seed its guest with.
+#
+# A DKMS build in a TCG guest takes 10-17 minutes; here it takes one. The
+# guest then runs everything that decides what a site gets (make
+# dkms-install, dpkg -i, dkms's version check, depmod, modprobe) on this
+# build; LONG=1 builds in the guest too. The host's own DKMS state is not
+# touched: --dkmstree/--sourcetree point under OUT, and /var/lib/dkms,
+# where dkms keeps its module signing key, is a private tmpfs here.
+
+set -euo pipefail
+
+[[ $# -eq 3 ]] || { echo "usage: dkms-prebuild.sh ABI KDIR OUT" >&2; exit 1; }
+abi=$1 kdir=$2 out=$(realpath -m -- "$3")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+command -v dkms >/dev/null || { echo "dkms-prebuild: dkms is not installed (make deps)" >&2; exit 1; }
+ver=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' dkms.conf)
+[[ -n $ver ]] || { echo "dkms-prebuild: no PACKAGE_VERSION in dkms.conf" >&2; exit 1; }
+
+rm -rf "$out"
+src=$out/src/ipoib-ng-$ver
+mkdir -p "$src" "$out/tree"
+# the files make dkms-install and the package give DKMS
+{
+	echo Kbuild
+	echo dkms.conf
+	find drivers include -type f ! -name '*.mod.c' \( -name '*.[ch]' -o -name Kbuild \)
+} | while read -r f; do
+	install -D -m 644 "$f" "$src/$f"
+done
+
+unshare -m bash -euo pipefail -c '
+	mount -t tmpfs -o mode=0755 tmpfs /var/lib/dkms
+	dkms build -m ipoib-ng -v "$1" -k "$2" --kernelsourcedir "$3" \
+		--dkmstree "$4/tree" --sourcetree "$4/src"
+	# the same build as a DKMS tarball (sources and modules), the form a
+	# package hands its postinst prebuilt modules in
+	dkms mktarball -m ipoib-ng -v "$1" -k "$2" --dkmstree "$4/tree" \
+		--sourcetree "$4/src" --archive "ipoib-ng-$1.dkms.tar.gz"
+' _ "$ver" "$abi" "$kdir" "$out" >"$out/build.log" 2>&1 || {
+	tail -n 20 "$out/build.log" >&2
+	echo "dkms-prebuild: dkms build for $abi failed (log: $out/build.log)" >&2
+	exit 1
+}
+ls "$out/tree/ipoib-ng/$ver/$abi/"*/module/ >/dev/null
