@@ -102,7 +102,8 @@ build() {
 	rm -rf "$b/ko"
 	mkdir -p "$b/ko"
 	# the interop tree builds softib.ko too: take only its ib_ipoib variant
-	find "$b" -path "$b/ko" -prune -o -name '*.ko' -exec cp -t "$b/ko" {} + &&
+	# (and not the DKMS build of 15-install under $b/dkms)
+	find "$b" \( -path "$b/ko" -o -path "$b/dkms" \) -prune -o -name '*.ko' -exec cp -t "$b/ko" {} + &&
 		cp -t "$b/ko" "$b-interop/drivers/ipoib/ib_ipoib_interop.ko"
 }
 
