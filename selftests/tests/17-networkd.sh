@@ -39,6 +39,8 @@ ktap_diag "IPOIB=$IPOIB, children in $MODE mode"
 networkd_stop() {
 	pkill -f "$ND" 2>/dev/null
 	udevadm control --exit 2>/dev/null
+	# later tests must not meet a udevd (it would rename their links)
+	pkill -f "$UDEVD" 2>/dev/null
 	rm -f /etc/udev/rules.d/80-net-setup-link.rules
 	slowwait 10 sh -c "! pgrep -f $ND" >/dev/null
 	ip link del ib0.8001 2>/dev/null
