@@ -178,9 +178,10 @@ require_cmd() {
 # ---- polling ----------------------------------------------------------
 
 # loopy_wait SLEEP_CMD TIMEOUT_MS CMD...: retry CMD until it succeeds or
-# TIMEOUT_MS passed; prints CMD's last output; returns its status.
+# TIMEOUT_MS (times TIMEOUT_SCALE: a debug kernel is slower) passed;
+# prints CMD's last output; returns its status.
 loopy_wait() {
-	local sleep_cmd=$1 timeout_ms=$2 start now out rc
+	local sleep_cmd=$1 timeout_ms=$(($2 * ${TIMEOUT_SCALE:-1})) start now out rc
 
 	shift 2
 	# bash's clock, not date(1): every process costs in a TCG guest
@@ -239,6 +240,13 @@ slowwait() {
 	shift
 	__backoff_ms=100
 	loopy_wait __backoff $((timeout_sec * 1000)) "$@"
+}
+
+# kasan_kernel: the running kernel has KASAN (make check-debug): its
+# quarantine keeps freed objects in slab and its checks slow every packet,
+# so memory and loss figures are not those of a production kernel
+kasan_kernel() {
+	grep -qw kasan_report /proc/kallsyms 2>/dev/null
 }
 
 # ---- network namespaces ----------------------------------------------
@@ -474,6 +482,29 @@ ipoib_lower_up() {
 	[[ $(ip -n "$1" -o link show "$2" 2>/dev/null) == *LOWER_UP* ]]
 }
 
+# ipoib_reached_from NS DEV=ADDR...: each DEV of this netns gets carrier and
+# NS pings its ADDR; on failure prints what is missing (for check_err)
+ipoib_reached_from() {
+	local ns=$1 d dev addr
+
+	shift
+	for d in "$@"; do
+		dev=${d%%=*}
+		if ! slowwait 30 sh -c "ip -o link show $dev | grep -q LOWER_UP" >/dev/null; then
+			echo "$dev: no carrier ($(cat "/sys/class/net/$dev/carrier_reason" 2>/dev/null))"
+			return 1
+		fi
+	done
+	for d in "$@"; do
+		dev=${d%%=*}
+		addr=${d#*=}
+		if ! ip netns exec "$ns" ping -c 2 -W "$((3 * TIMEOUT_SCALE))" "$addr" >/dev/null; then
+			echo "$ns: no ping to $addr ($dev)"
+			return 1
+		fi
+	done
+}
+
 # ipoib_child NS PARENT PKEY ADDR: netlink child PARENT.PKEY, addressed, up
 ipoib_child() {
 	ip -n "$1" link add link "$2" name "$2.$3" type ipoib pkey "0x$3" &&
@@ -557,6 +588,23 @@ ipoib_fabric_up() {
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || return 1
 	setup_ns A B || return 1
 	ipoib_fabric_place
+}
+
+# ipoib_peer_up POLICY...: softib with the partitions POLICY... and
+# ib_ipoib loaded (unloads deferred), ib0 left here and ib1 moved into a
+# new netns $B, down, for the test to configure as the peer. Not to be run
+# in $(...): the netns and the deferred unloads are this shell's. On
+# failure FAILED_STEP names the step (for check_err).
+ipoib_peer_up() {
+	[[ -d /sys/module/ib_cm ]] || modprobe ib_cm || { FAILED_STEP="modprobe ib_cm"; return 1; }
+	load_softib || { FAILED_STEP="softib"; return 1; }
+	defer unload_softib
+	slowwait 10 softib_ports_active >/dev/null || { FAILED_STEP="ports not ACTIVE"; return 1; }
+	softib_policy "$@" || { FAILED_STEP="partitions policy"; return 1; }
+	load_ipoib || { FAILED_STEP="ib_ipoib"; return 1; }
+	defer unload_ipoib
+	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || { FAILED_STEP="no ib1"; return 1; }
+	setup_ns B && ip link set ib1 netns "$B" || { FAILED_STEP="ib1 into netns B"; return 1; }
 }
 
 # ipoib_fabric_place: ib0 into $A as 192.0.2.1/24 and ib1 into $B as

@@ -30,21 +30,9 @@ ifupdown() {	# ifupdown up|down IFACE...
 }
 
 RET=0
-modprobe ib_cm
-load_softib
-check_err $? "softib"
-defer unload_softib
-slowwait 10 softib_ports_active >/dev/null
-check_err $? "ports not ACTIVE"
-softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
-check_err $? "policy"
-load_ipoib
-check_err $? "ib_ipoib"
-defer unload_ipoib
-slowwait 10 test -d /sys/class/net/ib1 >/dev/null
-check_err $? "no ib1"
-setup_ns B
-ip link set ib1 netns "$B" &&
+ipoib_peer_up "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
+check_err $? "$FAILED_STEP"
+[[ $RET == 0 ]] &&
 	ip -n "$B" addr add 192.0.2.12/24 dev ib1 && ip -n "$B" link set ib1 up &&
 	ipoib_child "$B" ib1 8001 198.51.100.12/24
 check_err $? "the peer in netns B"
@@ -79,12 +67,8 @@ check_err $? "addresses: $(ip -br addr | tr '\n' ';')"
 log_test "ifup: ib0 (connected) and the create_child child ib0.8001 (datagram), addressed"
 
 RET=0
-slowwait 30 sh -c 'ip -o link show ib0 | grep -q LOWER_UP && ip -o link show ib0.8001 | grep -q LOWER_UP' >/dev/null
-check_err $? "no carrier: $(cat /sys/class/net/ib0/carrier_reason /sys/class/net/ib0.8001/carrier_reason 2>/dev/null | tr '\n' ' ')"
-ip netns exec "$B" ping -c 2 -W "$((3 * TIMEOUT_SCALE))" 192.0.2.11 >/dev/null
-check_err $? "no ping to ib0"
-ip netns exec "$B" ping -c 2 -W "$((3 * TIMEOUT_SCALE))" 198.51.100.11 >/dev/null
-check_err $? "no ping to ib0.8001"
+out=$(ipoib_reached_from "$B" ib0=192.0.2.11 ib0.8001=198.51.100.11)
+check_err $? "$out"
 log_test "ping from the peer to the parent and the child"
 
 RET=0
