@@ -112,7 +112,7 @@ all_connected() {
 	done
 	return 1
 }
-slowwait $((10 * ${TIMEOUT_SCALE:-1})) all_connected
+slowwait 10 all_connected	# scaled by slowwait (TIMEOUT_SCALE)
 ktap_result $? "$(rc_rts) RC QPs in RTS on port 1 (at least $((2 * N)))"
 
 RET=0

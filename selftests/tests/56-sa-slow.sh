@@ -33,7 +33,7 @@ SLOW=600
 # over it: the query is in flight until its own timeout, whatever the SA
 DELAY=1500
 # waits for the SA to answer what it holds (a debug kernel is slower)
-DRAIN=$(((DELAY / 1000 + 5) * ${TIMEOUT_SCALE:-1}))
+DRAIN=$((DELAY / 1000 + 5))	# slowwait scales it (TIMEOUT_SCALE)
 ROUNDS=4
 [[ $LONG == 1 ]] && ROUNDS=30
 BOTH="Default=0x7fff, ipoib : ALL=full;"
