@@ -477,6 +477,29 @@ PY
 	defer sh -c "kill $! 2>/dev/null"
 }
 
+# guest_udevd_start: systemd-udevd for a configuration tool that manages a
+# link only once udev has initialized it (networkd, NetworkManager). No
+# interface renames in this guest: later tests rely on the kernel's names.
+# The guest's busybox init looks like a chroot to systemd's tools, which
+# then ignore requests ("Running in chroot, ignoring request").
+UDEVD=/lib/systemd/systemd-udevd
+guest_udevd_start() {
+	export SYSTEMD_IGNORE_CHROOT=1
+	mkdir -p /run/udev /etc/udev/rules.d &&
+		: >/etc/udev/rules.d/80-net-setup-link.rules &&
+		"$UDEVD" --daemon --resolve-names=never >/dev/null 2>&1 &&
+		udevadm trigger --subsystem-match=net --action=add &&
+		udevadm settle -t 30
+}
+
+# guest_udevd_stop: later tests must not meet a udevd (it would rename
+# their links or run rules on them)
+guest_udevd_stop() {
+	udevadm control --exit 2>/dev/null
+	pkill -f "$UDEVD" 2>/dev/null
+	rm -f /etc/udev/rules.d/80-net-setup-link.rules
+}
+
 # ipoib_lower_up NS DEV: the interface has carrier
 ipoib_lower_up() {
 	[[ $(ip -n "$1" -o link show "$2" 2>/dev/null) == *LOWER_UP* ]]

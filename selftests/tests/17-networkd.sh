@@ -25,7 +25,6 @@
 source "$(dirname "$0")/../lib.sh"
 
 ND=/lib/systemd/systemd-networkd
-UDEVD=/lib/systemd/systemd-udevd
 # the guest's busybox init looks like a chroot to systemd's tools
 export SYSTEMD_IGNORE_CHROOT=1
 NET=/run/systemd/network
@@ -38,10 +37,7 @@ ktap_diag "IPOIB=$IPOIB, children in $MODE mode"
 
 networkd_stop() {
 	pkill -f "$ND" 2>/dev/null
-	udevadm control --exit 2>/dev/null
-	# later tests must not meet a udevd (it would rename their links)
-	pkill -f "$UDEVD" 2>/dev/null
-	rm -f /etc/udev/rules.d/80-net-setup-link.rules
+	guest_udevd_stop
 	slowwait 10 sh -c "! pgrep -f $ND" >/dev/null
 	ip link del ib0.8001 2>/dev/null
 	ip link del ib0.8002 2>/dev/null
@@ -114,11 +110,8 @@ RET=0
 defer networkd_stop
 # networkd manages a link only once udev has initialized it, and keeps
 # its state where systemd-tmpfiles would have made it (it runs as
-# systemd-network); no interface renames in this guest
-mkdir -p /run/udev /etc/udev/rules.d
-: >/etc/udev/rules.d/80-net-setup-link.rules
-"$UDEVD" --daemon --resolve-names=never >/dev/null 2>&1 &&
-	udevadm trigger --subsystem-match=net --action=add && udevadm settle -t 30
+# systemd-network)
+guest_udevd_start
 check_err $? "systemd-udevd"
 mkdir -p /run/systemd/netif/links /run/systemd/netif/leases /run/systemd/netif/lldp &&
 	chown -R systemd-network:systemd-network /run/systemd/netif

@@ -17,7 +17,7 @@ PKGS=(
 	ethtool infiniband-diags rdma-core sparse linux-source-6.1 make gcc
 	xz-utils python3 procps coreutils util-linux git bc flex bison
 	libelf-dev libssl-dev
-	dkms debhelper dh-dkms lintian udev systemd ifupdown
+	dkms debhelper dh-dkms lintian udev systemd ifupdown network-manager dbus
 )
 PKGS+=("$@")
 
