@@ -609,10 +609,46 @@ static void ipoib_handle_send_wc(struct ipoib_dev_priv *priv,
 		ipoib_handle_tx(priv, wc);
 }
 
-static void ipoib_note_polled(int *max, int polled)
+/*
+ * Poll at most "cap" completions of "cq" in batches, handing each to
+ * "handle" (inlined per caller: a direct call per completion), and note
+ * the most one poll took in "max" (debugfs). Bounded, because another
+ * CPU keeps posting as we go and net_rx_action() checks its time limit
+ * only between polls.
+ */
+static __always_inline int
+ipoib_poll_cq(struct ipoib_dev_priv *priv, struct ib_cq *cq, int cap,
+	      void (*handle)(struct ipoib_dev_priv *, struct ib_wc *),
+	      int *max)
 {
+	struct ib_wc wcs[16];
+	int polled = 0, n, i;
+
+	while (polled < cap) {
+		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
+		n = ib_poll_cq(cq, n, wcs);
+		if (n <= 0)
+			break;
+		polled += n;
+		for (i = 0; i < n; i++)
+			handle(priv, &wcs[i]);
+	}
 	if (polled > READ_ONCE(*max))
 		WRITE_ONCE(*max, polled);
+	return polled;
+}
+
+/*
+ * Done when the CQ gave less than the budget: re-arm it, and poll again
+ * if a completion slipped in before the arming.
+ */
+static void ipoib_poll_done(struct napi_struct *napi, struct ib_cq *cq,
+			    int polled, int budget)
+{
+	if (polled < budget && napi_complete_done(napi, polled) &&
+	    ib_req_notify_cq(cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		napi_schedule(napi);
 }
 
 /* Receives: UD, CM, and the CM drain WR. */
@@ -620,55 +656,32 @@ static int ipoib_napi_poll(struct napi_struct *napi, int budget)
 {
 	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
 						   napi);
-	struct ib_wc wcs[16];
-	int polled = 0, n, i;
+	int polled;
 
-	while (polled < budget) {
-		n = min_t(int, budget - polled, ARRAY_SIZE(wcs));
-		n = ib_poll_cq(priv->cq, n, wcs);
-		if (n <= 0)
-			break;
-		polled += n;
-		for (i = 0; i < n; i++)
-			ipoib_handle_recv_wc(priv, &wcs[i]);
-	}
-	ipoib_note_polled(&priv->napi_max_polled, polled);
+	polled = ipoib_poll_cq(priv, priv->cq, budget, ipoib_handle_recv_wc,
+			       &priv->napi_max_polled);
 	if (priv->transport_up) {
 		ipoib_refill(priv);
 		ipoib_cm_poll(priv);
 	}
-
-	if (polled < budget && napi_complete_done(napi, polled) &&
-	    ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
-			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		napi_schedule(napi);
+	ipoib_poll_done(napi, priv->cq, polled, budget);
 	return polled;
 }
 
 /*
- * Sends, UD and CM. At most the budget per poll too: another CPU keeps
- * posting as we free slots, and net_rx_action() checks its time limit
- * only between polls. Netpoll's budget 0 still frees a batch.
+ * Sends, UD and CM, at most the budget per poll as well. Netpoll's
+ * budget 0 still frees a batch.
  */
 static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
 {
 	struct ipoib_dev_priv *priv = container_of(napi, struct ipoib_dev_priv,
 						   send_napi);
 	struct net_device *dev = priv->dev;
-	int cap = budget ?: 16;
-	struct ib_wc wcs[16];
-	int polled = 0, n, i;
+	int polled;
 
-	while (polled < cap) {
-		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
-		n = ib_poll_cq(priv->send_cq, n, wcs);
-		if (n <= 0)
-			break;
-		polled += n;
-		for (i = 0; i < n; i++)
-			ipoib_handle_send_wc(priv, &wcs[i]);
-	}
-	ipoib_note_polled(&priv->send_napi_max_polled, polled);
+	polled = ipoib_poll_cq(priv, priv->send_cq, budget ?: 16,
+			       ipoib_handle_send_wc,
+			       &priv->send_napi_max_polled);
 	if (unlikely(!list_empty(&priv->ah_dead)))
 		ipoib_ah_reap(priv);
 
@@ -685,10 +698,7 @@ static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
 
 	if (!budget)
 		return 0;
-	if (polled < budget && napi_complete_done(napi, polled) &&
-	    ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
-			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		napi_schedule(napi);
+	ipoib_poll_done(napi, priv->send_cq, polled, budget);
 	return min(polled, budget);
 }
 

@@ -80,28 +80,29 @@ static u32 ipoib_gid_hash(const union ib_gid *gid)
 	return jhash(gid->raw, sizeof(gid->raw), 0);
 }
 
-static struct ipoib_path *ipoib_path_find(struct ipoib_dev_priv *priv,
-					  const union ib_gid *gid)
+/*
+ * The one lookup of the table, under priv->lock (which every change of
+ * the table holds) or in an RCU read section (transmit's fast path: no
+ * lock; the path is freed after a grace period).
+ */
+static struct ipoib_path *ipoib_path_lookup(struct ipoib_dev_priv *priv,
+					    const union ib_gid *gid)
 {
 	struct ipoib_path *path;
 
-	lockdep_assert_held(&priv->lock);
-	hash_for_each_possible(priv->paths, path, node, ipoib_gid_hash(gid))
+	hash_for_each_possible_rcu(priv->paths, path, node, ipoib_gid_hash(gid),
+				   lockdep_is_held(&priv->lock))
 		if (!memcmp(&path->dgid, gid, sizeof(*gid)))
 			return path;
 	return NULL;
 }
 
-/* Transmit's lookup: under rcu_read_lock(), no lock. */
-static struct ipoib_path *ipoib_path_find_rcu(struct ipoib_dev_priv *priv,
-					      const union ib_gid *gid)
+/* The lookup of the table's writers: the path stays until they unlock. */
+static struct ipoib_path *ipoib_path_find(struct ipoib_dev_priv *priv,
+					  const union ib_gid *gid)
 {
-	struct ipoib_path *path;
-
-	hash_for_each_possible_rcu(priv->paths, path, node, ipoib_gid_hash(gid))
-		if (!memcmp(&path->dgid, gid, sizeof(*gid)))
-			return path;
-	return NULL;
+	lockdep_assert_held(&priv->lock);
+	return ipoib_path_lookup(priv, gid);
 }
 
 /* Sent to: for the collector (last_used) and for eviction (used). */
@@ -305,7 +306,7 @@ static bool ipoib_unicast_fast(struct ipoib_dev_priv *priv,
 	bool sent = false;
 
 	rcu_read_lock();
-	path = ipoib_path_find_rcu(priv, gid);
+	path = ipoib_path_lookup(priv, gid);
 	/* pairs with the release store in ipoib_path_done() */
 	ah = path ? smp_load_acquire(&path->ah) : NULL;
 	if (ah) {
