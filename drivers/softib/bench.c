@@ -303,36 +303,61 @@ out_free:
 }
 
 /*
- * "ud|rc SIZE COUNT"; the result goes to "out" (the bench file's text).
- * Needs both ports active: a port that is down loses every message.
+ * "TYPE SIZE COUNT": exactly three words. The numbers are parsed whole
+ * (kstrtou32: junk is -EINVAL, a value past 32 bits -ERANGE, never
+ * truncated into range); their limits are checked by the caller.
  */
-int softib_bench(struct softib_dev *sdev, const char *cmd, char *out,
-		 size_t len)
+static int softib_bench_parse(struct softib_bench *b, char *cmd)
+{
+	char *word[3];
+	int i, ret;
+
+	for (i = 0; i < ARRAY_SIZE(word); i++) {
+		if (!cmd)
+			return -EINVAL;
+		cmd = skip_spaces(cmd);
+		word[i] = strsep(&cmd, " \t");
+		if (!*word[i])
+			return -EINVAL;
+	}
+	if (cmd && *skip_spaces(cmd))
+		return -EINVAL;
+	if (!strcmp(word[0], "ud"))
+		b->type = IB_QPT_UD;
+	else if (!strcmp(word[0], "rc"))
+		b->type = IB_QPT_RC;
+	else
+		return -EINVAL;
+	ret = kstrtou32(word[1], 0, &b->size);
+	return ret ?: kstrtou32(word[2], 0, &b->count);
+}
+
+/*
+ * "ud|rc SIZE COUNT" (modified in place); the result goes to "out" (the
+ * bench file's text). Needs both ports active: a port that is down loses
+ * every message.
+ */
+int softib_bench(struct softib_dev *sdev, char *cmd, char *out, size_t len)
 {
 	struct softib_bench b = { .sdev = sdev };
-	char type[3];
+	const char *type;
+	u32 max_size;
 	u64 ns = 0;
 	int ret;
 
-	if (sscanf(cmd, "%2s %u %u", type, &b.size, &b.count) != 3) {
-		pr_info("bench: write \"ud|rc SIZE COUNT\"\n");
-		return -EINVAL;
+	ret = softib_bench_parse(&b, cmd);
+	if (ret) {
+		pr_info("bench: write \"ud|rc SIZE COUNT\" (%s)\n",
+			ret == -ERANGE ? "a number past 32 bits" :
+					 "three words, numbers in C syntax");
+		return ret;
 	}
-	if (!strcmp(type, "ud")) {
-		b.type = IB_QPT_UD;
-	} else if (!strcmp(type, "rc")) {
-		b.type = IB_QPT_RC;
-	} else {
-		pr_info("bench: type \"%s\": write ud or rc\n", type);
-		return -EINVAL;
-	}
-	if (!b.size || b.size > (b.type == IB_QPT_UD ? SOFTIB_MTU_BYTES :
-						      SOFTIB_BENCH_RC_MAX) ||
+	type = b.type == IB_QPT_UD ? "ud" : "rc";
+	max_size = b.type == IB_QPT_UD ? SOFTIB_MTU_BYTES : SOFTIB_BENCH_RC_MAX;
+	if (!b.size || b.size > max_size ||
 	    !b.count || b.count > SOFTIB_BENCH_MAX_COUNT) {
 		pr_info("bench: SIZE 1-%u (%s) and COUNT 1-%u\n",
-			b.type == IB_QPT_UD ? SOFTIB_MTU_BYTES :
-					      SOFTIB_BENCH_RC_MAX,
-			type, SOFTIB_BENCH_MAX_COUNT);
+			max_size, type, SOFTIB_BENCH_MAX_COUNT);
 		return -ERANGE;
 	}
 	if (sdev->nports < 2 ||

@@ -5,6 +5,8 @@
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -116,7 +118,7 @@ static ssize_t softib_link_write(struct file *file, const char __user *ubuf,
 	} else if (sysfs_streq(buf, "down")) {
 		softib_port_set_state(port, IB_PORT_DOWN);
 	} else {
-		pr_info("softib: port %u link: write \"up\" or \"down\"\n",
+		pr_info("port %u link: write \"up\" or \"down\"\n",
 			port->num);
 		return -EINVAL;
 	}
@@ -277,7 +279,7 @@ static ssize_t softib_event_write(struct file *file, const char __user *ubuf,
 			return count;
 		}
 	}
-	pr_info("softib: port %u event: write client_reregister, lid_change, sm_change, gid_change or pkey_change\n",
+	pr_info("port %u event: write client_reregister, lid_change, sm_change, gid_change or pkey_change\n",
 		port->num);
 	return -EINVAL;
 }
@@ -313,8 +315,11 @@ static ssize_t softib_bench_write(struct file *file, const char __user *ubuf,
 	char buf[32] = {};
 	int ret;
 
-	if (count >= sizeof(buf))
+	if (count >= sizeof(buf)) {
+		pr_info("bench: write \"ud|rc SIZE COUNT\" (at most %zu bytes)\n",
+			sizeof(buf) - 1);
 		return -EINVAL;
+	}
 	if (copy_from_user(buf, ubuf, count))
 		return -EFAULT;
 	mutex_lock(&sdev->bench_lock);

@@ -495,7 +495,7 @@ int softib_policy_set(struct softib_dev *sdev, const char *text, size_t len);
 
 /* selftest.c */
 int softib_selftest(struct softib_dev *sdev, const char *name);
-int softib_bench(struct softib_dev *sdev, const char *cmd, char *out,
+int softib_bench(struct softib_dev *sdev, char *cmd, char *out,
 		 size_t len);
 
 /* offload.c: IPoIB checksum offload and LSO on UD QPs */

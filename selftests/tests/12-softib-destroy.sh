@@ -10,13 +10,16 @@
 # as in-kernel self tests (drivers/softib/selftest.c): an RC QP takes no
 # UD datagram (issue 10 S2); the SA's group table is capped
 # (sa_max_groups) and refuses a join beyond it with status 0x0100 (S5);
-# writers and closes racing on one open "partitions" file (S4).
+# writers and closes racing on one open "partitions" file (S4). The
+# fabric's ceiling loop ("bench", make bench) takes only well-formed
+# commands: each malformed one gets its errno and a log line, and runs
+# nothing.
 
 source "$(dirname "$0")/../lib.sh"
 
 stat() { softib_stat "$1"; }
 
-ktap_header 10
+ktap_header 12
 
 modinfo -F parm "$KO_DIR/softib.ko" | grep -q "^debug_wrid:.*(bool)$"
 ktap_result $? "softib.ko has the bool parameter debug_wrid"
@@ -104,5 +107,62 @@ check_err $? "policy after the race: $(cat "$SOFTIB_DBG/partitions")"
 [[ $(cat "$SOFTIB_SYS/ports/1/pkeys/0") == 0xffff ]]
 check_err $? "P_Key table after the race"
 log_test "writes and closes racing on one open partitions file"
+
+# bench: the class of malformed commands, each with the errno it must get
+# (EINVAL: not three words, an unknown type, junk in a number, more than
+# the 31 bytes the file takes; ERANGE: a number out of its range,
+# including one past 32 bits that a truncating parser would take as 1)
+B=$SOFTIB_DBG/bench
+# bench_errno CMD: the strerror text of writing CMD (one write), or "ok"
+bench_errno() {
+	local e
+
+	e=$( { printf '%s' "$1" >"$B"; } 2>&1) && { echo ok; return; }
+	echo "${e##*: }"
+}
+RET=0
+if [[ ! -e $B ]]; then
+	ktap_skip "bench input" "softib has no bench file"
+	ktap_skip "bench runs" "softib has no bench file"
+else
+	before=$(<"$B")
+	EINVAL="Invalid argument" ERANGE="Numerical result out of range"
+	cases=(
+		" |$EINVAL" "ud|$EINVAL" "ud 64|$EINVAL" "64 100 ud|$EINVAL"
+		"xx 64 100|$EINVAL" "UD 64 100|$EINVAL" "ud 64 100 7|$EINVAL"
+		"ud abc 100|$EINVAL" "ud 64 1e3|$EINVAL" "ud -1 100|$EINVAL"
+		"ud 64, 100|$EINVAL" "ud 64 100$(printf '%*s' 30 x)|$EINVAL"
+		"ud 0 100|$ERANGE" "ud 64 0|$ERANGE" "ud 4097 100|$ERANGE"
+		"rc 65537 1|$ERANGE" "ud 64 10000001|$ERANGE"
+		"ud 4294967297 100|$ERANGE" "rc 64 0x100000001|$ERANGE"
+	)
+	n=0
+	for c in "${cases[@]}"; do
+		in=${c%|*} want=${c##*|}
+		mark="12-softib-destroy: bench case $n ($$)"
+		echo "<6>$mark" >/dev/kmsg
+		got=$(bench_errno "$in")
+		[[ $got == "$want" ]]
+		check_err $? "'$in': '$got', want '$want'"
+		dmesg | sed -n "\|$mark|,\$p" | grep -q "softib: bench: "
+		check_err $? "'$in': no log line"
+		n=$((n + 1))
+	done
+	[[ $(<"$B") == "$before" ]]
+	check_err $? "a refused command changed the result: $(<"$B")"
+	log_test "bench: $n malformed commands refused with EINVAL or ERANGE and a log line, nothing run"
+
+	RET=0
+	for in in "ud 4096 50" " rc  0x40	50 " "rc 65536 5"; do
+		got=$(bench_errno "$in")
+		[[ $got == ok ]]
+		check_err $? "'$in': $got"
+		r=$(<"$B")
+		w=($in)
+		[[ $r == "${w[0]} size $((w[1])) messages $((w[2])) "*" lost 0" ]]
+		check_err $? "'$in': result '$r'"
+	done
+	log_test "bench: the limits themselves and spaces, tabs and hex are taken, and run"
+fi
 
 ktap_finish
