@@ -316,7 +316,8 @@ static int softib_bench_parse(struct softib_bench *b, char *cmd)
 		if (!cmd)
 			return -EINVAL;
 		cmd = skip_spaces(cmd);
-		word[i] = strsep(&cmd, " \t");
+		/* the white space skip_spaces() skips */
+		word[i] = strsep(&cmd, " \t\n\v\f\r");
 		if (!*word[i])
 			return -EINVAL;
 	}

@@ -112,20 +112,20 @@ log_test "writes and closes racing on one open partitions file"
 # (EINVAL: not three words, an unknown type, junk in a number, more than
 # the 31 bytes the file takes; ERANGE: a number out of its range,
 # including one past 32 bits that a truncating parser would take as 1)
-B=$SOFTIB_DBG/bench
+BENCH=$SOFTIB_DBG/bench
 # bench_errno CMD: the strerror text of writing CMD (one write), or "ok"
 bench_errno() {
 	local e
 
-	e=$( { printf '%s' "$1" >"$B"; } 2>&1) && { echo ok; return; }
+	e=$( { printf '%s' "$1" >"$BENCH"; } 2>&1) && { echo ok; return; }
 	echo "${e##*: }"
 }
 RET=0
-if [[ ! -e $B ]]; then
+if [[ ! -e $BENCH ]]; then
 	ktap_skip "bench input" "softib has no bench file"
 	ktap_skip "bench runs" "softib has no bench file"
 else
-	before=$(<"$B")
+	before=$(<"$BENCH")
 	EINVAL="Invalid argument" ERANGE="Numerical result out of range"
 	cases=(
 		" |$EINVAL" "ud|$EINVAL" "ud 64|$EINVAL" "64 100 ud|$EINVAL"
@@ -148,8 +148,8 @@ else
 		check_err $? "'$in': no log line"
 		n=$((n + 1))
 	done
-	[[ $(<"$B") == "$before" ]]
-	check_err $? "a refused command changed the result: $(<"$B")"
+	[[ $(<"$BENCH") == "$before" ]]
+	check_err $? "a refused command changed the result: $(<"$BENCH")"
 	log_test "bench: $n malformed commands refused with EINVAL or ERANGE and a log line, nothing run"
 
 	RET=0
@@ -157,7 +157,7 @@ else
 		got=$(bench_errno "$in")
 		[[ $got == ok ]]
 		check_err $? "'$in': $got"
-		r=$(<"$B")
+		r=$(<"$BENCH")
 		w=($in)
 		[[ $r == "${w[0]} size $((w[1])) messages $((w[2])) "*" lost 0" ]]
 		check_err $? "'$in': result '$r'"
