@@ -36,9 +36,9 @@ ktap_diag "IPOIB=$IPOIB, children in $MODE mode"
 [[ -x $ND ]] || { ktap_skip "systemd-networkd" "$ND is not installed (package systemd)"; ktap_finish; }
 
 networkd_stop() {
-	pkill -f "$ND" 2>/dev/null
+	# its PID, not pgrep -f: a "sh -c ... pgrep -f PATTERN" matches itself
+	[[ -n $nd_pid ]] && kill "$nd_pid" 2>/dev/null && wait "$nd_pid" 2>/dev/null
 	guest_udevd_stop
-	slowwait 10 sh -c "! pgrep -f $ND" >/dev/null
 	ip link del ib0.8001 2>/dev/null
 	ip link del ib0.8002 2>/dev/null
 	ip link del ib0.8101 2>/dev/null
@@ -107,6 +107,7 @@ EOF
 done
 
 RET=0
+nd_pid=
 defer networkd_stop
 # networkd manages a link only once udev has initialized it, and keeps
 # its state where systemd-tmpfiles would have made it (it runs as
@@ -116,6 +117,7 @@ check_err $? "systemd-udevd"
 mkdir -p /run/systemd/netif/links /run/systemd/netif/leases /run/systemd/netif/lldp &&
 	chown -R systemd-network:systemd-network /run/systemd/netif
 "$ND" >/tmp/networkd.log 2>&1 &
+nd_pid=$!
 slowwait 60 sh -c 'ip -o addr show dev ib0.8001 | grep -q 192.0.2.11 &&
 	ip -o addr show dev ib0.8002 | grep -q 198.51.100.11' >/dev/null
 check_err $? "children or addresses missing: $(ip -br addr 2>&1 | tr '\n' ';') networkd: $(tail -n 5 /tmp/networkd.log | tr '\n' ';')"

@@ -23,15 +23,15 @@ source "$(dirname "$0")/../lib.sh"
 NM=/usr/sbin/NetworkManager
 NMDIR=/run/ipoib-ng-nm
 
-ktap_header 5
+ktap_header 6
 ktap_diag "IPOIB=$IPOIB"
 for c in "$NM" /usr/bin/nmcli /usr/bin/dbus-daemon; do
 	[[ -x $c ]] || { ktap_skip "NetworkManager" "$c is not installed (packages network-manager, dbus)"; ktap_finish; }
 done
 
 nm_stop() {
-	pkill -f "$NM" 2>/dev/null
-	slowwait 20 sh -c "! pgrep -f $NM" >/dev/null
+	# its PID, not pgrep -f: a "sh -c ... pgrep -f PATTERN" matches itself
+	[[ -n $nm_pid ]] && kill "$nm_pid" 2>/dev/null && wait "$nm_pid" 2>/dev/null
 	[[ -s /run/dbus/pid ]] && kill "$(</run/dbus/pid)" 2>/dev/null
 	rm -f /run/dbus/pid
 	guest_udevd_stop
@@ -52,9 +52,12 @@ check_err $? "$FAILED_STEP"
 	ipoib_child "$B" ib1 8001 192.0.2.12/24 &&
 	ip -n "$B" link set ib1 up
 check_err $? "the peer child in netns B"
+up=$RET
 log_test "softib, ib_ipoib, P_Key 0x8001, peer child on ib1"
+((up == 0)) || ktap_finish
 
 RET=0
+nm_pid=
 defer nm_stop
 mkdir -p "$NMDIR/conf.d" "$NMDIR/state" /run/dbus
 cat >"$NMDIR/NetworkManager.conf" <<EOF
@@ -78,6 +81,7 @@ check_err $? "systemd-udevd"
 "$NM" --no-daemon --config="$NMDIR/NetworkManager.conf" \
 	--config-dir="$NMDIR/conf.d" --state-file="$NMDIR/state/NetworkManager.state" \
 	>"$NMDIR/nm.log" 2>&1 &
+nm_pid=$!
 slowwait 60 sh -c 'nmcli -g STATE general 2>/dev/null | grep -q .' >/dev/null
 check_err $? "NetworkManager did not answer: $(tail -n 5 "$NMDIR/nm.log" | tr '\n' ';')"
 slowwait 30 sh -c 'nmcli -g GENERAL.STATE device show ib0 2>/dev/null | grep -qv unmanaged' >/dev/null
@@ -85,10 +89,15 @@ check_err $? "ib0 is not managed: $(nmcli device 2>&1 | tr '\n' ';')"
 log_test "NetworkManager runs and manages ib0"
 
 RET=0
+# ib0 starts in connected mode, so that datagram is NM's doing; profiles
+# are brought up by the test alone (no autoconnect racing it)
+echo connected >/sys/class/net/ib0/mode
+check_err $? "ib0 into connected mode"
 nmcli connection add type infiniband con-name ib0 ifname ib0 \
-	infiniband.transport-mode datagram \
+	connection.autoconnect no infiniband.transport-mode datagram \
 	ipv4.method disabled ipv6.method disabled >/dev/null &&
 	nmcli connection add type infiniband con-name ib0-p8001 ifname ib0.8001 \
+		connection.autoconnect no \
 		infiniband.parent ib0 infiniband.p-key 0x8001 \
 		infiniband.transport-mode connected \
 		ipv4.method manual ipv4.addresses 192.0.2.11/24 \
@@ -122,5 +131,15 @@ check_err $? "ib0.8001 is still there after its connection went down"
 [[ -e /sys/class/net/ib0 ]]
 check_err $? "ib0 is gone"
 log_test "connection down: NM removes ib0.8001, ib0 stays"
+
+RET=0
+nmcli -w 60 connection up ib0-p8001 >/dev/null 2>&1
+check_err $? "partition connection up again: $(nm_state ib0-p8001)"
+d=$(ip -d link show ib0.8001 2>&1)
+[[ $d == *"ipoib pkey 0x8001 mode connected"* ]]
+check_err $? "ib0.8001 again: $(grep -o 'ipoib.*' <<<"$d" || head -n 1 <<<"$d")"
+out=$(ipoib_reached_from "$B" ib0.8001=192.0.2.11)
+check_err $? "$out"
+log_test "connection up again: NM makes ib0.8001 anew and the peer reaches it"
 
 ktap_finish
