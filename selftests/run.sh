@@ -120,6 +120,10 @@ mapfile -t bench_env < <(env | grep -E '^BENCH_[A-Z]+=' || true)
 
 # the suite's own sum (scaled by guest-suite.sh) plus the boot
 timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 * TIMEOUT_SCALE ))
+# a guest that has not started the suite by then is stuck in early boot
+# and is booted again (run-guest.sh --boot-limit); 6-9 s is usual, the
+# debug kernel beside another guest takes about 90 s
+boot_limit=$((90 * TIMEOUT_SCALE))
 
 # run_series SERIES: build and test one kernel series. Prints its KTAP and
 # diagnostics; the last line is "# counts PASS FAIL SKIP".
@@ -160,7 +164,8 @@ run_series() {
 		echo "# kernel $abi: booting a QEMU guest (TCG, 2 vCPUs)${res#"$b/results"}"
 		(
 			rc=0
-			"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" --results "$res" \
+			"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" \
+				--boot-limit "$boot_limit" --results "$res" \
 				-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
 				DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
 				TIMEOUT_SCALE="$TIMEOUT_SCALE" PART="$k/$n" \

@@ -3,8 +3,8 @@
 #
 # Boot a Debian test kernel in QEMU (TCG) and run one command in it.
 #
-#   run-guest.sh --abi ABI [--timeout SEC] [--append ARGS] [--mem SIZE]
-#                [--results DIR] [--shell] [--quiet] -- CMD [ARG...]
+#   run-guest.sh --abi ABI [--timeout SEC] [--boot-limit SEC] [--append ARGS]
+#                [--mem SIZE] [--results DIR] [--shell] [--quiet] -- CMD [ARG...]
 #
 # The guest sees this machine's / read-only over 9p under a tmpfs overlay,
 # so every host tool and the work tree are there, at the same paths.
@@ -14,6 +14,9 @@
 # directory (output, status, dmesg, console.log). --quiet prints CMD's
 # output alone, live, without the kernel's console (make demo); the
 # console still goes to console.log and is checked as always.
+# --boot-limit SEC: a guest whose CMD has not started after SEC seconds
+# is killed and booted again (early-boot stalls), three boots in all at
+# most; each boot has the whole --timeout.
 #
 # Exit status: CMD's status; 3 if the kernel reported a problem (WARNING,
 # BUG, Oops, KFENCE, slub corruption, KASAN, lockdep, ...) even when CMD
@@ -31,11 +34,12 @@ usage() {
 }
 die() { echo "run-guest: $*" >&2; exit 1; }
 
-abi="" timeout=0 append="" mem=2G shell=0 results="" quiet=0
+abi="" timeout=0 boot_limit=0 append="" mem=2G shell=0 results="" quiet=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--abi) abi=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
+	--boot-limit) boot_limit=$2; shift 2 ;;
 	--append) append=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--results) results=$2; shift 2 ;;
@@ -122,6 +126,17 @@ build_initramfs() {
 		echo "$out"
 		return
 	fi
+	# Guests of one kernel started together (run.sh GUESTS=N) build it
+	# once: the others wait here, then find it (a guest booted from a
+	# half-written archive hangs in early boot).
+	mkdir -p "$CACHE/initramfs"
+	exec 8>"$CACHE/initramfs/.lock-$abi"
+	flock 8
+	if [[ -s $out ]]; then
+		exec 8>&-
+		echo "$out"
+		return
+	fi
 
 	tmp=$(mktemp -d)
 	mkdir -p "$tmp"/{bin,mods,proc,sys,dev}
@@ -146,10 +161,10 @@ build_initramfs() {
 			echo "$name" >>"$tmp/modules.list"
 		done
 	done
-	mkdir -p "$CACHE/initramfs"
 	rm -f "$CACHE/initramfs/$abi"-*.cpio.gz
 	(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp"
 	mv "$out.tmp" "$out"
+	exec 8>&-
 	rm -rf "$tmp"
 	echo "$out"
 }
@@ -162,7 +177,8 @@ if [[ -z $results ]]; then
 	keep_results=0
 else
 	mkdir -p "$results"
-	rm -f "$results"/{cmd.sh,shell,started,output,status,dmesg,console.log}
+	rm -f "$results"/{cmd.sh,shell,started,output,status,dmesg,console.log} \
+		"$results"/{boot-stalled,console-stalled-*.log}
 fi
 results=$(readlink -f "$results")
 cleanup() { ((keep_results)) || rm -rf "$results"; }
@@ -214,21 +230,56 @@ if ((shell)); then
 	exit 0
 fi
 
+# boot_watch QPID: a guest whose command has not started after
+# $boot_limit seconds is stuck in early boot. Seen with two debug-kernel
+# guests started together: one of them sits idle (QEMU asleep) right
+# after lockdep's banner, before the TSC is calibrated, and would hold
+# its share of the suite until the suite's whole timeout. Kill it and
+# leave a mark: the guest is booted again ($BOOT_TRIES boots in all).
+BOOT_TRIES=3
+boot_watch() {
+	local i
+
+	for ((i = 0; i < boot_limit * 2; i++)); do
+		[[ -e $results/started ]] && return 0
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.5
+	done
+	: >"$results/boot-stalled"
+	kill "$1" 2>/dev/null
+}
+
 limit=()
 ((timeout > 0)) && limit=(timeout -k 5 "$timeout")
 t0=$(date +%s.%N)
 set +e
-if ((quiet)); then
+for ((try = 1; ; try++)); do
+	rm -f "$results"/{started,output,status,dmesg,boot-stalled}
 	"${limit[@]}" "${qemu[@]}" -serial stdio </dev/null >"$results/console.log" &
 	qpid=$!
-	# the command's output as the guest writes it (results share, no cache)
-	tail -n +1 -F --pid="$qpid" "$results/output" 2>/dev/null
+	wpid=
+	if ((boot_limit > 0)); then
+		boot_watch "$qpid" &
+		wpid=$!
+	fi
+	# the command's output as the guest writes it (results share, no
+	# cache); without --quiet the console as well
+	if ((quiet)); then
+		tail -n +1 -F --pid="$qpid" "$results/output" 2>/dev/null
+	else
+		tail -n +1 -F --pid="$qpid" "$results/console.log" 2>/dev/null
+	fi
 	wait "$qpid"
 	qrc=$?
-else
-	"${limit[@]}" "${qemu[@]}" -serial stdio </dev/null | tee "$results/console.log"
-	qrc=${PIPESTATUS[0]}
-fi
+	[[ -n $wpid ]] && { kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null; }
+	[[ -e $results/boot-stalled ]] || break
+	mv "$results/console.log" "$results/console-stalled-$try.log"
+	if ((try == BOOT_TRIES)); then
+		echo "run-guest: $abi: stalled in early boot $try times (no command after ${boot_limit}s each; consoles: $results/console-stalled-*.log)" >&2
+		exit 2
+	fi
+	echo "run-guest: $abi: no command after ${boot_limit}s (stalled in early boot: $results/console-stalled-$try.log); booting again" >&2
+done
 set -e
 t1=$(date +%s.%N)
 
@@ -252,7 +303,9 @@ PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow|'
 PROBLEMS+='INFO: possible|INFO: trying to register non-static key|'
 PROBLEMS+='suspected memory leak|unreferenced object'
 found=$( {
-	tr -d '\r' <"$results/console.log" | grep -E '^\[ *[0-9]+\.[0-9]+\]' || true
+	# a stalled boot's console too: what the kernel reported there counts
+	cat "$results/console.log" "$results"/console-stalled-*.log 2>/dev/null |
+		tr -d '\r' | grep -E '^\[ *[0-9]+\.[0-9]+\]' || true
 	[[ -e $results/dmesg ]] && cat "$results/dmesg"
 } | grep -E "$PROBLEMS" | awk '!seen[$0]++' | head -n 40 || true)
 
