@@ -195,7 +195,7 @@ check_err $? "no package $DEB (make deb: $(tail -n 5 "$ROOT/.build/deb.log" 2>&1
 # trim_modules: /lib/modules as described at the top, with this kernel
 # alone (dkms's postinst would otherwise build for every kernel it sees)
 trim_modules() {
-	local t=/tmp/ipoib-ng-modules m f
+	local t=/tmp/ipoib-ng-modules m f b
 
 	rm -rf "$t" && mkdir -p "$t/$ABI" || return 1
 	for m in ib_ipoib ib_umad ib_uverbs rdma_ucm $(awk '{ print $1 }' /proc/modules); do
@@ -203,8 +203,11 @@ trim_modules() {
 	done | awk '$1 == "insmod" { print $2 }' | sort -u | while read -r f; do
 		install -D -m 644 "$f" "$t/$ABI${f#"$MODS"}" || exit 1
 	done || return 1
+	# the headers as the kernel's own tree names them: Debian's package,
+	# or the debug kernel's build tree (make check-debug)
+	b=$(readlink -e "$MODS/build") || b=/usr/src/linux-headers-$ABI
 	cp -a "$MODS"/modules.builtin* "$MODS"/modules.order "$t/$ABI/" &&
-		ln -s "/usr/src/linux-headers-$ABI" "$t/$ABI/build" &&
+		ln -s "$b" "$t/$ABI/build" &&
 		mount --bind "$t" /lib/modules && depmod -a "$ABI"
 }
 
