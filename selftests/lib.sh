@@ -246,7 +246,12 @@ slowwait() {
 # quarantine keeps freed objects in slab and its checks slow every packet,
 # so memory and loss figures are not those of a production kernel
 kasan_kernel() {
-	grep -qw kasan_report /proc/kallsyms 2>/dev/null
+	# asked once per test: a grep over /proc/kallsyms costs seconds there
+	if [[ -z ${__kasan_kernel:-} ]]; then
+		__kasan_kernel=0
+		grep -qw kasan_report /proc/kallsyms 2>/dev/null && __kasan_kernel=1
+	fi
+	((__kasan_kernel))
 }
 
 # ---- network namespaces ----------------------------------------------
@@ -489,7 +494,7 @@ guest_udevd_start() {
 		: >/etc/udev/rules.d/80-net-setup-link.rules &&
 		"$UDEVD" --daemon --resolve-names=never >/dev/null 2>&1 &&
 		udevadm trigger --subsystem-match=net --action=add &&
-		udevadm settle -t 30
+		udevadm settle -t $((30 * TIMEOUT_SCALE))
 }
 
 # guest_udevd_stop: later tests must not meet a udevd (it would rename
@@ -500,9 +505,9 @@ guest_udevd_stop() {
 	rm -f /etc/udev/rules.d/80-net-setup-link.rules
 }
 
-# ipoib_lower_up NS DEV: the interface has carrier
+# ipoib_lower_up NS DEV: the interface has carrier (NS "": this netns)
 ipoib_lower_up() {
-	[[ $(ip -n "$1" -o link show "$2" 2>/dev/null) == *LOWER_UP* ]]
+	[[ $(ip ${1:+-n "$1"} -o link show "$2" 2>/dev/null) == *LOWER_UP* ]]
 }
 
 # ipoib_reached_from NS DEV=ADDR...: each DEV of this netns gets carrier and
@@ -513,7 +518,7 @@ ipoib_reached_from() {
 	shift
 	for d in "$@"; do
 		dev=${d%%=*}
-		if ! slowwait 30 sh -c "ip -o link show $dev | grep -q LOWER_UP" >/dev/null; then
+		if ! slowwait 30 ipoib_lower_up "" "$dev" >/dev/null; then
 			echo "$dev: no carrier ($(cat "/sys/class/net/$dev/carrier_reason" 2>/dev/null))"
 			return 1
 		fi
@@ -598,35 +603,45 @@ ipoib_hwaddr() {
 	ip -n "$1" -o link show "$2" | sed -n 's|.*link/infiniband \([0-9a-f:]*\) .*|\1|p'
 }
 
-# ipoib_fabric_up: softib (2 ports) + ib_ipoib loaded, ib0 moved into a new
-# netns $A as 192.0.2.1/24 and ib1 into $B as 192.0.2.2/24, both with
-# carrier. Unloading is deferred. Extra args are softib parameters.
-ipoib_fabric_up() {
-	[[ -d /sys/module/ib_cm ]] || modprobe ib_cm || return 1
-	load_softib "$@" || return 1
-	defer unload_softib
-	slowwait 10 softib_ports_active >/dev/null || return 1
-	load_ipoib || return 1
-	defer unload_ipoib
-	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || return 1
-	setup_ns A B || return 1
-	ipoib_fabric_place
-}
+# ipoib_stack_up [SOFTIB_PARAM...] [-- POLICY...]: ib_cm, softib with the
+# parameters and its ports ACTIVE, the partitions POLICY... when given,
+# then ib_ipoib with ib1 there; both unloads deferred. Not to be run in
+# $(...): the deferred unloads are this shell's. On failure FAILED_STEP
+# names the step (for check_err).
+ipoib_stack_up() {
+	local params=()
 
-# ipoib_peer_up POLICY...: softib with the partitions POLICY... and
-# ib_ipoib loaded (unloads deferred), ib0 left here and ib1 moved into a
-# new netns $B, down, for the test to configure as the peer. Not to be run
-# in $(...): the netns and the deferred unloads are this shell's. On
-# failure FAILED_STEP names the step (for check_err).
-ipoib_peer_up() {
+	while (($#)) && [[ $1 != -- ]]; do
+		params+=("$1")
+		shift
+	done
+	(($#)) && shift
 	[[ -d /sys/module/ib_cm ]] || modprobe ib_cm || { FAILED_STEP="modprobe ib_cm"; return 1; }
-	load_softib || { FAILED_STEP="softib"; return 1; }
+	load_softib "${params[@]}" || { FAILED_STEP="softib"; return 1; }
 	defer unload_softib
 	slowwait 10 softib_ports_active >/dev/null || { FAILED_STEP="ports not ACTIVE"; return 1; }
-	softib_policy "$@" || { FAILED_STEP="partitions policy"; return 1; }
+	if (($#)); then
+		softib_policy "$@" || { FAILED_STEP="partitions policy"; return 1; }
+	fi
 	load_ipoib || { FAILED_STEP="ib_ipoib"; return 1; }
 	defer unload_ipoib
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || { FAILED_STEP="no ib1"; return 1; }
+}
+
+# ipoib_fabric_up [SOFTIB_PARAM...]: ipoib_stack_up, then ib0 moved into a
+# new netns $A as 192.0.2.1/24 and ib1 into $B as 192.0.2.2/24, both with
+# carrier.
+ipoib_fabric_up() {
+	ipoib_stack_up "$@" || return 1
+	setup_ns A B || { FAILED_STEP="netns A and B"; return 1; }
+	ipoib_fabric_place || { FAILED_STEP="ib0 and ib1 placed, with carrier"; return 1; }
+}
+
+# ipoib_peer_up POLICY...: ipoib_stack_up with the partitions POLICY...,
+# ib0 left here and ib1 moved into a new netns $B, down, for the test to
+# configure as the peer.
+ipoib_peer_up() {
+	ipoib_stack_up -- "$@" || return 1
 	setup_ns B && ip link set ib1 netns "$B" || { FAILED_STEP="ib1 into netns B"; return 1; }
 }
 
