@@ -138,6 +138,10 @@ check_err $? "partition connection up again: $(nm_state ib0-p8001)"
 d=$(ip -d link show ib0.8001 2>&1)
 [[ $d == *"ipoib pkey 0x8001 mode connected"* ]]
 check_err $? "ib0.8001 again: $(grep -o 'ipoib.*' <<<"$d" || head -n 1 <<<"$d")"
+# the new child has a new QPN, so a new hardware address: the peer's
+# neighbour entry still names the old one until it ages out (as on any
+# IPoIB fabric without arp_notify), so the peer forgets it first
+ip -n "$B" neigh flush dev ib1.8001
 out=$(ipoib_reached_from "$B" ib0.8001=192.0.2.11)
 check_err $? "$out"
 log_test "connection up again: NM makes ib0.8001 anew and the peer reaches it"
