@@ -40,7 +40,6 @@ VER=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' "$ROOT/dkms.conf")
 PRE=$(readlink -f "$KO_DIR/../dkms")
 DEB=$ROOT/.build/deb/ipoib-ng-dkms_${VER}_all.deb
 RULE=76-ipoib-ng.rules
-UDEVD=/lib/systemd/systemd-udevd
 # The guest's busybox init looks like a chroot to systemd's tools, which
 # then ignore requests ("Running in chroot, ignoring request").
 export SYSTEMD_IGNORE_CHROOT=1
@@ -110,18 +109,10 @@ intree_back() {
 	modprobe -r ib_ipoib
 }
 
-udevd_start() {
-	mkdir -p /run/udev /etc/udev/rules.d
-	# no interface renames in this guest (the rule is masked by name)
-	: >/etc/udev/rules.d/80-net-setup-link.rules
-	"$UDEVD" --daemon --resolve-names=never >/dev/null 2>&1 || return 1
-	slowwait 20 udevadm control --ping >/dev/null
-}
-
+# lib.sh's guest_udevd_stop, and the rule this test installs goes too
 udevd_stop() {
-	udevadm control --exit 2>/dev/null
-	pkill -f systemd-udevd 2>/dev/null
-	rm -f /etc/udev/rules.d/80-net-setup-link.rules /etc/udev/rules.d/$RULE
+	guest_udevd_stop
+	rm -f /etc/udev/rules.d/$RULE
 }
 
 # softib_event: load softib (CMD...), let udev handle its uevents, then
@@ -231,7 +222,7 @@ step "boot-time loading"
 # ---- boot-time loading, before anything is installed -------------------
 
 RET=0
-udevd_start
+guest_udevd_start
 check_err $? "systemd-udevd does not run here"
 out=$(softib_event load_softib)
 [[ $out == "none mark=0" ]]
