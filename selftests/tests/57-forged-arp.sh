@@ -68,17 +68,26 @@ brd=$(ip -n "$B" -o link show ib1 | sed -n 's|.* brd \([0-9a-f:]*\).*|\1|p')
 paths0=$(path_count)
 slab0=$(sunreclaim)
 rx0=$(ip netns exec "$A" cat /sys/class/net/ib0/statistics/rx_packets)
+norwqe0=$(softib_counter 1 drop_no_rwqe)
+
+# Pace the flood so that the receiver's ring keeps up in an emulated
+# guest: a pause every PACE requests. A KASAN kernel checks every frame
+# on both ends and in-tree reposts from a 256-slot ring: at the normal
+# pace it overran it (1692 of 4000 delivered, 35% ping loss).
+PACE=100
+kasan_kernel && PACE=20
 
 # background pings between the real ends during the flood
 ip netns exec "$A" ping -i 0.2 -W 1 -c 1000 192.0.2.2 >/tmp/57-ping.$$ 2>&1 &
 ping_pid=$!
 
 start=$SECONDS
-ip netns exec "$B" python3 - "$brd" "$NREQ" <<'EOF'
+ip netns exec "$B" python3 - "$brd" "$NREQ" "$PACE" <<'EOF'
 import os, random, socket, struct, sys, time
 
 brd = bytes.fromhex(sys.argv[1].replace(":", ""))
 n = int(sys.argv[2])
+pace = int(sys.argv[3])
 rng = random.Random(57)
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
 s.bind(("ib1", 0))
@@ -97,8 +106,7 @@ for i in range(n):
         except OSError:
             time.sleep(0.01)
     sent += 1
-    # pace the flood so that the receive ring keeps up in an emulated guest
-    if i % 100 == 99:
+    if i % pace == pace - 1:
         time.sleep(0.02)
 print(sent)
 EOF
@@ -108,9 +116,10 @@ sleep 2
 paths1=$(path_count)
 slab1=$(sunreclaim)
 rx1=$(ip netns exec "$A" cat /sys/class/net/ib0/statistics/rx_packets)
+norwqe1=$(softib_counter 1 drop_no_rwqe)
 kill -INT "$ping_pid" 2>/dev/null
 wait "$ping_pid" 2>/dev/null
-ktap_diag "flood: $NREQ requests in ${secs}s, ib0 received $((rx1 - rx0)) packets"
+ktap_diag "flood: $NREQ requests in ${secs}s (pause every $PACE), ib0 received $((rx1 - rx0)) packets, softib dropped $((norwqe1 - norwqe0)) for want of a receive buffer"
 ktap_diag "paths: $paths0 before, $paths1 after; SUnreclaim: ${slab0} kB before, ${slab1} kB after (+$(((slab1 - slab0) / 1024)) MB)"
 [[ $IPOIB == ours ]] &&
 	ktap_diag "ours: $(tr '\n' ' ' <"$(ipoib_dbg_dir ib0)/stats")"
