@@ -68,7 +68,12 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 				 GFP_KERNEL);
 	priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
 				 GFP_KERNEL);
-	if (!priv->tx_ring || !priv->rx_ring) {
+	priv->tx_chain = kvcalloc(priv->tx_signal, sizeof(*priv->tx_chain),
+				  GFP_KERNEL);
+	priv->rx_chain = kcalloc(IPOIB_RX_BATCH, sizeof(*priv->rx_chain),
+				 GFP_KERNEL);
+	if (!priv->tx_ring || !priv->rx_ring || !priv->tx_chain ||
+	    !priv->rx_chain) {
 		ret = -ENOMEM;
 		goto err_free_rings;
 	}
@@ -113,6 +118,8 @@ err_cm_cleanup:
 	ipoib_cm_transport_cleanup(priv);
 	ib_dealloc_pd(priv->pd);
 err_free_rings:
+	kfree(priv->rx_chain);
+	kvfree(priv->tx_chain);
 	kvfree(priv->rx_ring);
 	kvfree(priv->tx_ring);
 	return ret;
@@ -163,6 +170,8 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 	ib_destroy_cq(priv->send_cq);
 	ib_destroy_cq(priv->cq);
 	ib_dealloc_pd(priv->pd);
+	kfree(priv->rx_chain);
+	kvfree(priv->tx_chain);
 	kvfree(priv->rx_ring);
 	kvfree(priv->tx_ring);
 }
@@ -305,22 +314,46 @@ struct sk_buff *ipoib_alloc_rx_skb(struct ipoib_dev_priv *priv,
 	return skb;
 }
 
+/* Post the receive WRs chained so far (NAPI, or before NAPI runs). */
+static void ipoib_rx_flush(struct ipoib_dev_priv *priv)
+{
+	const struct ib_recv_wr *bad = NULL;
+	unsigned int n = priv->rx_chained, k;
+	int ret;
+
+	if (!n)
+		return;
+	priv->rx_chained = 0;
+	priv->rx_chain[n - 1].wr.next = NULL;
+	ret = ib_post_recv(priv->qp, &priv->rx_chain[0].wr, &bad);
+	if (likely(!ret))
+		return;
+	/*
+	 * From the refused one on, nothing was posted: the slots keep their
+	 * buffers and ipoib_refill() posts them again on the next poll.
+	 */
+	for (k = 0; k < n && &priv->rx_chain[k].wr != bad; k++)
+		;
+	for (; k < n; k++) {
+		priv->rx_ring[priv->rx_chain[k].wr.wr_id &
+			      ~IPOIB_OP_RECV].posted = false;
+		priv->rx_outstanding--;
+	}
+}
+
 /*
- * Post receive slot "i", with fresh pieces where it has none. Any failure
- * leaves the slot unposted (with what it has); ipoib_refill() tries again
- * on the next poll, so the ring cannot stall for good.
+ * Repost receive slot "i", with fresh pieces where it has none: its WR
+ * joins the chain that ipoib_rx_flush() posts at the end of the poll
+ * (one call into the HCA per IPOIB_RX_BATCH buffers, not one each). A
+ * slot that gets no buffer stays unposted with what it has;
+ * ipoib_refill() tries again on the next poll, so the ring cannot stall
+ * for good.
  */
 static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 {
 	struct ipoib_rx_buf *buf = &priv->rx_ring[i];
 	bool paged = priv->rx_head < priv->rx_len;
-	struct ib_sge sge[2];
-	struct ib_recv_wr wr = {
-		.wr_id = i | IPOIB_OP_RECV,
-		.sg_list = sge,
-		.num_sge = paged ? 2 : 1,
-	};
-	int ret;
+	struct ipoib_rx_wr *rxw;
 
 	if (!buf->skb) {
 		/* 4 bytes of headroom keep the IP header aligned after GRH+4 */
@@ -334,18 +367,23 @@ static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 		if (!buf->page)
 			return -ENOMEM;
 	}
-	sge[0].addr = buf->mapping[0];
-	sge[0].length = priv->rx_head;
-	sge[0].lkey = priv->pd->local_dma_lkey;
-	sge[1].addr = buf->mapping[1];
-	sge[1].length = priv->rx_len - priv->rx_head;
-	sge[1].lkey = priv->pd->local_dma_lkey;
-	ret = ib_post_recv(priv->qp, &wr, NULL);
-	if (!ret) {
-		buf->posted = true;
-		priv->rx_outstanding++;
-	}
-	return ret;
+	rxw = &priv->rx_chain[priv->rx_chained];
+	rxw->wr.wr_id = i | IPOIB_OP_RECV;
+	rxw->wr.sg_list = rxw->sge;
+	rxw->wr.num_sge = paged ? 2 : 1;
+	rxw->sge[0].addr = buf->mapping[0];
+	rxw->sge[0].length = priv->rx_head;
+	rxw->sge[0].lkey = priv->pd->local_dma_lkey;
+	rxw->sge[1].addr = buf->mapping[1];
+	rxw->sge[1].length = priv->rx_len - priv->rx_head;
+	rxw->sge[1].lkey = priv->pd->local_dma_lkey;
+	if (priv->rx_chained)
+		priv->rx_chain[priv->rx_chained - 1].wr.next = &rxw->wr;
+	buf->posted = true;
+	priv->rx_outstanding++;
+	if (++priv->rx_chained == IPOIB_RX_BATCH)
+		ipoib_rx_flush(priv);
+	return 0;
 }
 
 static void ipoib_refill(struct ipoib_dev_priv *priv)
@@ -358,6 +396,7 @@ static void ipoib_refill(struct ipoib_dev_priv *priv)
 	for (i = 0; i < priv->rx_size; i++)
 		if (!priv->rx_ring[i].posted && ipoib_post_rx(priv, i))
 			break;
+	ipoib_rx_flush(priv);
 }
 
 static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
@@ -660,6 +699,7 @@ static int ipoib_napi_poll(struct napi_struct *napi, int budget)
 
 	polled = ipoib_poll_cq(priv, priv->cq, budget, ipoib_handle_recv_wc,
 			       &priv->napi_max_polled);
+	ipoib_rx_flush(priv);
 	if (priv->transport_up) {
 		ipoib_refill(priv);
 		ipoib_cm_poll(priv);
@@ -715,10 +755,53 @@ void ipoib_napi_del(struct ipoib_dev_priv *priv)
 }
 
 /*
- * Post one packet (IPoIB header first) as a UD send. Called with the
- * netdev's tx lock held and "ah" kept alive by the caller (a reference,
- * or an RCU read section over its owner); consumes the skb. The handle
- * records the send, so that it is not destroyed before the completion.
+ * Post the chained UD sends (tx lock held). A refusal means the QP left
+ * RTS (the interface is going down): the sends from the refused one on
+ * were never posted, so no completion would retire them. They are taken
+ * back here, and their ring slots are used again.
+ */
+void ipoib_tx_flush(struct ipoib_dev_priv *priv)
+{
+	unsigned int n = priv->tx_chained, mask = priv->tx_size - 1;
+	const struct ib_send_wr *bad = NULL;
+	struct ipoib_tx_buf *buf;
+	u32 first, id;
+
+	if (!n)
+		return;
+	priv->tx_chained = 0;
+	priv->tx_chain[n - 1].wr.wr.next = NULL;
+	if (likely(!ib_post_send(priv->qp, &priv->tx_chain[0].wr.wr, &bad)))
+		return;
+	first = bad ? bad->wr_id : priv->tx_head - n;
+	for (id = first; id != priv->tx_head; id++) {
+		buf = &priv->tx_ring[id & mask];
+		ipoib_unmap_tx(priv, buf);
+		DEV_STATS_INC(priv->dev, tx_errors);
+		dev_kfree_skb_any(buf->skb);
+		buf->skb = NULL;
+	}
+	priv->global_head -= priv->tx_head - first;
+	WRITE_ONCE(priv->tx_head, first);
+	/* not while transport_down() holds the queue stopped */
+	if (netif_queue_stopped(priv->dev) && READ_ONCE(priv->transport_up) &&
+	    priv->global_head - READ_ONCE(priv->global_tail) < priv->tx_size)
+		netif_wake_queue(priv->dev);
+}
+
+/*
+ * Send one packet (IPoIB header first) over UD. Called from
+ * ndo_start_xmit with the netdev's tx lock held and "ah" kept alive by
+ * the caller (a reference, or an RCU read section over its owner);
+ * consumes the skb. The handle records the send, so that it is not
+ * destroyed before the completion.
+ *
+ * Sends are chained and posted together with the next signalled one:
+ * the end of a burst (no xmit_more; ipoib_start_xmit() also posts the
+ * chain when a burst ends with a packet that took another way), a ring
+ * about to fill (a stopped queue needs a completion to wake), and every
+ * tx_signal sends. So a burst costs one post and one completion per
+ * tx_signal packets rather than one each.
  */
 int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	       struct ipoib_ah *ah, u32 qpn, u32 qkey)
@@ -726,8 +809,14 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	struct net_device *dev = priv->dev;
 	unsigned int i = priv->tx_head & (priv->tx_size - 1);
 	struct ipoib_tx_buf *buf = &priv->tx_ring[i];
-	struct ib_sge sge[IPOIB_MAX_TX_SGE];
-	struct ib_ud_wr wr = {
+	struct ipoib_tx_wr *txw = &priv->tx_chain[priv->tx_chained];
+	struct ib_sge *sge = txw->sge;
+	struct ib_ud_wr *wr = &txw->wr;
+	unsigned int hlen = 0;
+	bool signal;
+	int ret;
+
+	*wr = (struct ib_ud_wr) {
 		.wr = {
 			.wr_id = priv->tx_head,
 			.sg_list = sge,
@@ -737,18 +826,15 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		.remote_qpn = qpn,
 		.remote_qkey = qkey,
 	};
-	unsigned int hlen = 0;
-	int ret;
-
 	if (skb_is_gso(skb)) {
 		/*
 		 * TSO (only offered with an LSO QP): the HCA cuts the payload
 		 * into gso_size pieces behind copies of these headers.
 		 */
 		hlen = skb_tcp_all_headers(skb);
-		wr.hlen = hlen;
-		wr.mss = skb_shinfo(skb)->gso_size;
-		wr.wr.opcode = IB_WR_LSO;
+		wr->hlen = hlen;
+		wr->mss = skb_shinfo(skb)->gso_size;
+		wr->wr.opcode = IB_WR_LSO;
 	} else if (skb->len > priv->max_ib_mtu) {
 		DEV_STATS_INC(dev, tx_dropped);
 		dev_kfree_skb_any(skb);
@@ -766,42 +852,43 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	ret = ipoib_map_tx(priv, buf, sge);
 	if (ret < 0)
 		goto err_drop;
-	wr.wr.num_sge = ret;
+	wr->wr.num_sge = ret;
 	if (hlen) {
 		/*
 		 * The headers go in the WR (the HCA copies them at post time;
-		 * after ipoib_map_tx(), which may have linearised the skb);
+		 * after ipoib_map_tx(), which may have linearised the skb;
+		 * the skb stays in the ring until the completion);
 		 * the gather list starts after them.
 		 */
 		if (unlikely(hlen > skb_headlen(skb))) {
 			ret = -EINVAL;
 			goto err_unmap;
 		}
-		wr.header = skb->data;
+		wr->header = skb->data;
 		sge[0].addr += hlen;
 		sge[0].length -= hlen;
 		if (!sge[0].length) {
-			wr.wr.sg_list = sge + 1;
-			wr.wr.num_sge--;
+			wr->wr.sg_list = sge + 1;
+			wr->wr.num_sge--;
 		}
 	}
 	if (skb->ip_summed == CHECKSUM_PARTIAL)
-		wr.wr.send_flags |= IB_SEND_IP_CSUM;
-	/*
-	 * A completion at the end of a burst, when the ring is about to
-	 * fill (a stopped queue needs one to wake), and every tx_signal
-	 */
-	if (!netdev_xmit_more() || !(priv->tx_head % priv->tx_signal) ||
-	    priv->global_head + 1 - READ_ONCE(priv->global_tail) >=
-	    priv->tx_size)
-		wr.wr.send_flags |= IB_SEND_SIGNALED;
+		wr->wr.send_flags |= IB_SEND_IP_CSUM;
+	signal = !netdev_xmit_more() ||
+		 priv->tx_chained + 1 == priv->tx_signal ||
+		 priv->global_head + 1 - READ_ONCE(priv->global_tail) >=
+		 priv->tx_size;
+	if (signal)
+		wr->wr.send_flags |= IB_SEND_SIGNALED;
 	WRITE_ONCE(ah->last_send, priv->tx_head);
 
-	ret = ib_post_send(priv->qp, &wr.wr, NULL);
-	if (ret)
-		goto err_unmap;
+	if (priv->tx_chained)
+		priv->tx_chain[priv->tx_chained - 1].wr.wr.next = &wr->wr;
+	priv->tx_chained++;
 	WRITE_ONCE(priv->tx_head, priv->tx_head + 1);
 	ipoib_tx_sent(priv);
+	if (signal)
+		ipoib_tx_flush(priv);
 	return 0;
 
 err_unmap:
@@ -1003,6 +1090,10 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	napi_disable(&priv->napi);
 	napi_disable(&priv->send_napi);
 	netif_tx_disable(priv->dev);
+	/* a burst cut short by the stop: post its sends, to be flushed */
+	netif_tx_lock_bh(priv->dev);
+	ipoib_tx_flush(priv);
+	netif_tx_unlock_bh(priv->dev);
 
 	ipoib_modify_state(priv, IB_QPS_ERR, 0, &attr);
 	while (priv->rx_outstanding ||

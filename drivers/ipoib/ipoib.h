@@ -128,6 +128,23 @@ struct ipoib_tx_buf {
 #define IPOIB_TX_SIGNAL		16
 
 /*
+ * A UD send waiting in the chain that the next signalled send posts (see
+ * ipoib_send()): its WR and gather list live here until ib_post_send().
+ */
+struct ipoib_tx_wr {
+	struct ib_ud_wr wr;
+	struct ib_sge sge[IPOIB_MAX_TX_SGE];
+};
+
+/* Receive WRs reposted by one NAPI poll go to the QP in chains of this. */
+#define IPOIB_RX_BATCH		16
+
+struct ipoib_rx_wr {
+	struct ib_recv_wr wr;
+	struct ib_sge sge[2];
+};
+
+/*
  * A datagram receive buffer: the first rx_head bytes (GRH, IPoIB header,
  * the L3/L4 headers) in a small skb head, the rest in a page. A linear
  * buffer for a 4K MTU needs an 8 KiB kmalloc head (4136 bytes plus
@@ -141,7 +158,7 @@ struct ipoib_rx_buf {
 	struct sk_buff *skb;
 	struct page *page;
 	u64 mapping[2];			/* head, page */
-	bool posted;			/* on the QP; else refill posts it */
+	bool posted;			/* on the QP or in rx_chain */
 };
 
 /* A connected-mode receive buffer: head in the skb, pages beside it. */
@@ -317,7 +334,12 @@ struct ipoib_dev_priv {
 	struct ipoib_rx_buf *rx_ring;
 	unsigned int rx_size;
 	unsigned int rx_outstanding;	/* NAPI context */
+	struct ipoib_rx_wr *rx_chain;	/* NAPI: reposts not posted yet */
+	unsigned int rx_chained;
 	struct ipoib_tx_buf *tx_ring;
+	/* UD sends not posted yet, tx_head - tx_chained up to tx_head */
+	struct ipoib_tx_wr *tx_chain;	/* tx_signal of them; tx lock */
+	unsigned int tx_chained;
 	unsigned int tx_size;
 	/* UD sends posted and retired; a send's wr_id is its tx_head */
 	unsigned int tx_head;		/* xmit, under the tx lock */
@@ -466,6 +488,7 @@ void ipoib_rx_deliver(struct ipoib_dev_priv *priv, struct sk_buff *skb);
 void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 		   enum ib_wc_status status);
 void ipoib_tx_sent(struct ipoib_dev_priv *priv);
+void ipoib_tx_flush(struct ipoib_dev_priv *priv);
 int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	       struct ipoib_ah *ah, u32 qpn, u32 qkey);
 struct sk_buff *ipoib_alloc_rx_skb(struct ipoib_dev_priv *priv,

@@ -288,14 +288,24 @@ static netdev_tx_t ipoib_start_xmit(struct sk_buff *skb,
 	if (skb->len < IPOIB_HARD_LEN) {
 		DEV_STATS_INC(dev, tx_dropped);
 		dev_kfree_skb_any(skb);
-		return NETDEV_TX_OK;
+		goto out;
 	}
 	memcpy(daddr, skb->data, INFINIBAND_ALEN);
 	skb_pull(skb, IPOIB_PSEUDO_LEN);
 
 	if (ipoib_is_mcast_addr(daddr))
-		return ipoib_mcast_xmit(priv, skb, daddr);
-	return ipoib_unicast_xmit(priv, skb, daddr);
+		ipoib_mcast_xmit(priv, skb, daddr);
+	else
+		ipoib_unicast_xmit(priv, skb, daddr);
+out:
+	/*
+	 * The burst is over, or the queue was stopped (by a connected-mode
+	 * send too) and no more packets come: post the UD sends that
+	 * waited for a later one (ipoib_send()).
+	 */
+	if (!netdev_xmit_more() || netif_queue_stopped(dev))
+		ipoib_tx_flush(priv);
+	return NETDEV_TX_OK;
 }
 
 static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
