@@ -981,6 +981,20 @@ bool ipoib_cm_wanted(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 }
 
 /*
+ * The connection leaves UP (priv->lock held): the lockless transmit no
+ * longer finds it. One that already has it holds the tx lock, which
+ * ipoib_cm_tx_teardown() waits for before the QP goes.
+ */
+static void ipoib_cm_tx_unpublish(struct ipoib_cm_tx *tx)
+{
+	struct ipoib_path *path = tx->path;
+
+	lockdep_assert_held(&tx->priv->lock);
+	if (rcu_access_pointer(path->cm_fast) == tx)
+		RCU_INIT_POINTER(path->cm_fast, NULL);
+}
+
+/*
  * Close a connection from any context. "later": the peer refused or did
  * not answer, so UD carries the traffic for a while (backoff).
  */
@@ -992,6 +1006,7 @@ static void ipoib_cm_tx_close(struct ipoib_cm_tx *tx, bool later)
 	spin_lock_irqsave(&priv->lock, flags);
 	if (tx->state == IPOIB_CM_TX_CONNECTING ||
 	    tx->state == IPOIB_CM_TX_UP) {
+		ipoib_cm_tx_unpublish(tx);
 		tx->state = IPOIB_CM_TX_CLOSING;
 		tx->retry_later = later;
 		if (later) {
@@ -1018,6 +1033,14 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 	unsigned long deadline = jiffies + 5 * HZ;
 	bool timed_out = false;
 	unsigned int i;
+
+	/*
+	 * A transmit that found the connection up before it was unpublished
+	 * (ipoib_cm_xmit_fast()) posts under the tx lock: once we have held
+	 * it, none is left, and none can start.
+	 */
+	netif_tx_lock_bh(priv->dev);
+	netif_tx_unlock_bh(priv->dev);
 
 	/* first: no more CM events (DREQ or REJ goes to the peer) */
 	if (tx->id) {
@@ -1232,6 +1255,8 @@ static void ipoib_cm_rep(struct ipoib_cm_tx *tx, const struct ib_cm_event *ev)
 	if (tx->state == IPOIB_CM_TX_CONNECTING) {
 		tx->mtu = min_t(unsigned int, mtu, IPOIB_CM_BUF);
 		tx->state = IPOIB_CM_TX_UP;
+		/* after mtu and state: what the lockless transmit reads */
+		rcu_assign_pointer(tx->path->cm_fast, tx);
 		tx->backoff = 1;
 		tx->retry_later = false;
 		skb_queue_splice_init(&tx->queue, &queue);
@@ -1268,7 +1293,10 @@ static int ipoib_cm_tx_handler(struct ib_cm_id *id,
 	return 0;
 }
 
-/* Post one packet on an established connection; tx lock and priv->lock. */
+/*
+ * Post one packet on an established connection, with the tx lock held
+ * and the connection kept by priv->lock or found through path->cm_fast.
+ */
 static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 			  struct sk_buff *skb)
 {
@@ -1296,7 +1324,7 @@ static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 		goto err_drop;
 	}
 	tx->head++;
-	tx->last_used = jiffies;
+	WRITE_ONCE(tx->last_used, jiffies);
 	ipoib_tx_sent(priv);
 	return;
 
@@ -1321,10 +1349,12 @@ static bool ipoib_cm_tx_evict(struct ipoib_dev_priv *priv)
 		list_for_each_entry(tx, &path->cm_tx, node)
 			if (tx->state == IPOIB_CM_TX_UP &&
 			    (!victim ||
-			     time_before(tx->last_used, victim->last_used)))
+			     time_before(READ_ONCE(tx->last_used),
+					 READ_ONCE(victim->last_used))))
 				victim = tx;
 	if (!victim)
 		return false;
+	ipoib_cm_tx_unpublish(victim);
 	victim->state = IPOIB_CM_TX_CLOSING;
 	victim->retry_later = false;
 	queue_work(ipoib_wq, &victim->work);
@@ -1345,6 +1375,23 @@ static void ipoib_cm_tx_retire(struct ipoib_dev_priv *priv,
 	tx->state = IPOIB_CM_TX_DYING;
 	list_move_tail(&tx->node, &priv->cm_tx_dead);
 	queue_work(ipoib_reap_wq, &priv->cm_tx_reap_work);
+}
+
+/*
+ * The hot path of connected mode, from an RCU read section over "path":
+ * the connection to "qpn" transmit used last, if it is up and the packet
+ * fits, without priv->lock. False: ipoib_cm_xmit() decides, locked.
+ */
+bool ipoib_cm_xmit_fast(struct ipoib_dev_priv *priv, struct ipoib_path *path,
+			struct sk_buff *skb, u32 qpn)
+{
+	struct ipoib_cm_tx *tx = rcu_dereference(path->cm_fast);
+
+	/* published after its mtu, unpublished before it leaves UP */
+	if (!tx || tx->qpn != qpn || skb->len > tx->mtu)
+		return false;
+	ipoib_cm_send(priv, tx, skb);
+	return true;
 }
 
 /*
@@ -1408,6 +1455,8 @@ found:
 			*mtu = tx->mtu - IPOIB_ENCAP_LEN;
 			return -EMSGSIZE;
 		}
+		/* the next packet to this QPN takes the lockless way */
+		rcu_assign_pointer(path->cm_fast, tx);
 		ipoib_cm_send(priv, tx, skb);
 		return 0;
 	case IPOIB_CM_TX_IDLE:
@@ -1476,6 +1525,7 @@ void ipoib_cm_path_release(struct ipoib_path *path)
 		if (tx->state != IPOIB_CM_TX_IDLE &&
 		    tx->state != IPOIB_CM_TX_DYING)
 			priv->cm_tx_qps--;
+		ipoib_cm_tx_unpublish(tx);
 		tx->state = IPOIB_CM_TX_DYING;	/* nobody queues work now */
 		list_move_tail(&tx->node, &priv->cm_tx_dead);
 	}

@@ -251,6 +251,12 @@ struct ipoib_path {
 	unsigned long last_used;	/* jiffies; idle paths are collected */
 	struct sa_path_rec rec;		/* for connection requests */
 	struct list_head cm_tx;		/* struct ipoib_cm_tx, one per QPN */
+	/*
+	 * The connection transmit found last, while it is up: the lockless
+	 * connected-mode send (ipoib_cm_xmit_fast()). Set and cleared under
+	 * priv->lock; a teardown waits for the tx lock after clearing it.
+	 */
+	struct ipoib_cm_tx __rcu *cm_fast;
 	struct ipoib_dev_priv *priv;
 	struct rcu_head rcu;
 };
@@ -530,6 +536,8 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv);
 unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv);
 bool ipoib_cm_wanted(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		     const u8 *daddr);
+bool ipoib_cm_xmit_fast(struct ipoib_dev_priv *priv, struct ipoib_path *path,
+			struct sk_buff *skb, u32 qpn);
 int ipoib_cm_xmit(struct ipoib_dev_priv *priv, struct ipoib_path *path,
 		  struct sk_buff *skb, u32 qpn, unsigned int *mtu);
 void ipoib_cm_path_release(struct ipoib_path *path);

@@ -293,13 +293,15 @@ static void ipoib_path_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 }
 
 /*
- * The hot path, datagram to a resolved path: an RCU lookup, no lock, no
- * reference taken (the grace period and last_send keep the address
- * handle, see struct ipoib_ah). False: the slow path decides.
+ * The hot path, to a resolved path: an RCU lookup, no lock, no reference
+ * taken (the grace period and last_send keep the address handle, see
+ * struct ipoib_ah; a connection is kept by its teardown waiting for the
+ * tx lock). Datagram, or connected mode over the connection in
+ * path->cm_fast. False: the slow path decides.
  */
 static bool ipoib_unicast_fast(struct ipoib_dev_priv *priv,
 			       struct sk_buff *skb, const union ib_gid *gid,
-			       u32 qpn)
+			       u32 qpn, bool cm)
 {
 	struct ipoib_path *path;
 	struct ipoib_ah *ah;
@@ -309,11 +311,14 @@ static bool ipoib_unicast_fast(struct ipoib_dev_priv *priv,
 	path = ipoib_path_lookup(priv, gid);
 	/* pairs with the release store in ipoib_path_done() */
 	ah = path ? smp_load_acquire(&path->ah) : NULL;
-	if (ah) {
-		ipoib_path_touch(path);
+	if (ah && cm) {
+		sent = ipoib_cm_xmit_fast(priv, path, skb, qpn);
+	} else if (ah) {
 		ipoib_path_send(priv, skb, ah, qpn);
 		sent = true;
 	}
+	if (sent)
+		ipoib_path_touch(path);
 	rcu_read_unlock();
 	return sent;
 }
@@ -331,7 +336,7 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	unsigned int mtu;
 	int ret;
 
-	if (!cm && ipoib_unicast_fast(priv, skb, gid, qpn))
+	if (ipoib_unicast_fast(priv, skb, gid, qpn, cm))
 		return NETDEV_TX_OK;
 
 	spin_lock_irqsave(&priv->lock, flags);
