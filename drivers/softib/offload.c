@@ -36,10 +36,10 @@
 
 #include "softib.h"
 
-/* off by default until the whole suite has run with it on (issue 11) */
-bool softib_offloads;
+/* on by default, as on mlx4/mlx5; offloads=0 keeps the software path */
+bool softib_offloads = true;
 module_param_named(offloads, softib_offloads, bool, 0444);
-MODULE_PARM_DESC(offloads, "Offer IPoIB checksum offload and LSO on UD QPs, as mlx4/mlx5 do (default off for now)");
+MODULE_PARM_DESC(offloads, "Offer IPoIB checksum offload and LSO on UD QPs, as mlx4/mlx5 do (default on)");
 
 #define SOFTIB_IPOIB_HLEN	4	/* IPoIB header: ethertype, reserved */
 

@@ -41,8 +41,8 @@ mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 5)
 ktap_result $? "iperf3 TCP 5 s"
 ktap_diag "iperf3 TCP datagram mode: ${mbps:-0} Mbit/s"
 
-# what the HCA offers decides the offloads (41-offloads has them on): with
-# softib offloads=0 (the default) TSO and checksum offload are off, fixed
+# what the HCA offers decides the offloads (41-offloads has them on and
+# off): with softib offloads=0 TSO and checksum offload are off, fixed
 RET=0
 if [[ $(cat /sys/module/softib/parameters/offloads) == N ]]; then
 	for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
