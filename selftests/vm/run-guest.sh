@@ -209,6 +209,16 @@ trap cleanup EXIT
 
 cmdline="console=ttyS0 panic=-1 oops=panic panic_on_warn=1 slub_debug=FZP"
 cmdline+=" kfence.sample_interval=100 printk.time=1 loglevel=5"
+# The guest's TSC runs at the host's rate under TCG. Told that rate, it
+# skips calibrating against the emulated PIT, which fails when the host is
+# busy (another guest booting or testing beside it): "tsc: Unable to
+# calibrate against PIT", then the HPET/PM-timer fallback sat idle for
+# good, before the console came up (debug kernel, GUESTS=2).
+host_khz=""
+if grep -qw tsc_known_freq /proc/cpuinfo; then
+	host_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
+fi
+[[ $host_khz =~ ^[1-9][0-9]{5,}$ ]] && cmdline+=" tsc_early_khz=$host_khz"
 cmdline+=" ${append}"
 
 # One host thread emulates both vCPUs (thread=single). Multi-threaded TCG
