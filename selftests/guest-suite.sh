@@ -14,6 +14,7 @@
 #   # ipoib: both|ours|intree|none   IPoIB drivers it runs with ("both"
 #                                    runs it twice, IPOIB=ours and intree)
 #   # timeout: SEC                   overrides timeout= from selftests/settings
+#   # timeout-long: SEC              the timeout of its long form (LONG=1)
 # Exit status of a test: 0 pass, 4 skip, anything else fail.
 # Env TIMEOUT_SCALE=N multiplies every test's timeout (make check-debug).
 #
@@ -52,6 +53,15 @@ default_timeout=${default_timeout:-120}
 
 header() {	# header FILE KEY
 	sed -n "s/^# $2: *\([a-z0-9]*\).*/\1/p" "$1" | head -n1
+}
+
+# run_timeout FILE: its timeout in seconds, scaled
+run_timeout() {
+	local t=""
+
+	[[ $LONG == 1 ]] && t=$(header "$1" timeout-long)
+	[[ -n $t ]] || t=$(header "$1" timeout)
+	echo $((${t:-$default_timeout} * TIMEOUT_SCALE))
 }
 
 # Build the run list: "name ipoib file" per test run.
@@ -106,8 +116,7 @@ if ((list_only)); then
 	for run in "${runs[@]}"; do
 		read -r name ipoib f <<<"$run"
 		[[ $ipoib == missing ]] && continue
-		t=$(header "$f" timeout)
-		total=$((total + ${t:-$default_timeout} * TIMEOUT_SCALE))
+		total=$((total + $(run_timeout "$f")))
 	done
 	# the final kmemleak scan (two scans of a KASAN kernel under TCG)
 	echo $((total + 300 * TIMEOUT_SCALE))
@@ -188,8 +197,7 @@ for run in "${runs[@]}"; do
 		fail=$((fail + 1))
 		continue
 	fi
-	t=$(header "$f" timeout)
-	t=$((${t:-$default_timeout} * TIMEOUT_SCALE))
+	t=$(run_timeout "$f")
 
 	echo "# selftests: ipoib-ng: $desc"
 	kmsg "start $desc"

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: none
 # timeout: 600
+# timeout-long: 1500
 #
 # Installing as a site does: "make dkms-install" from a copy of the tree
 # and the Debian package (dpkg -i / dpkg -r), each replacing the kernel's

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 400
+# timeout-long: 1200
 #
 # Load and unload softib + ib_ipoib 5 times (20 with LONG=1): nothing may
 # stay behind (module references, slab caches, verbs objects,

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 420
+# timeout-long: 900
 #
 # Connected mode through pkey children: N child pairs (8; 16 with
 # LONG=1), each in its own partition and each with its own RC connection

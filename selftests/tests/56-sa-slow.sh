@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 180
+# timeout-long: 1200
 #
 # A slow subnet administrator (softib's fault/sa_delay_ms holds every SA
 # answer back): first slower than usual but within the drivers' 1 s path

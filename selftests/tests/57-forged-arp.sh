@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 300
+# timeout-long: 1200
 #
 # A hostile peer in the partition: well-formed ARP requests for ib0's
 # address, each from a random forged sender hardware address (QPN and
