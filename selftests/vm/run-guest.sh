@@ -317,9 +317,13 @@ PROBLEMS+='blocked for more than|rcu: INFO|self-detected stall|'
 PROBLEMS+='Call Trace:|stack-protector|detected buffer overflow|'
 # lockdep ("WARNING: possible recursive locking detected" is covered
 # above; older and rarer reports say INFO:), KASAN ("BUG: KASAN:" above),
-# kmemleak (its scan logs the count; the objects are in debugfs)
+# kmemleak's objects where it prints them. Its "N new suspected memory
+# leaks" line is not a verdict: the periodic scan is off, and the scans
+# that log it are guest-suite.sh's final one, whose "kmemleak" result
+# tells ours and the RDMA stack's from the rest, and lib.sh's
+# intree_debugfs_leaks, which names in-tree's known debugfs leak.
 PROBLEMS+='INFO: possible|INFO: trying to register non-static key|'
-PROBLEMS+='suspected memory leak|unreferenced object'
+PROBLEMS+='unreferenced object'
 found=$( {
 	# a stalled boot's console too: what the kernel reported there counts
 	cat "$results/console.log" "$results"/console-stalled-*.log 2>/dev/null |
