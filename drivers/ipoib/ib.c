@@ -329,11 +329,11 @@ static void ipoib_rx_flush(struct ipoib_dev_priv *priv)
 	if (likely(!ret))
 		return;
 	/*
-	 * From the refused one on, nothing was posted: the slots keep their
-	 * buffers and ipoib_refill() posts them again on the next poll.
+	 * From the refused one on (all of them if the HCA named none),
+	 * nothing was posted: the slots keep their buffers and
+	 * ipoib_refill() posts them again on the next poll.
 	 */
-	for (k = 0; k < n && &priv->rx_chain[k].wr != bad; k++)
-		;
+	k = bad ? container_of(bad, struct ipoib_rx_wr, wr) - priv->rx_chain : 0;
 	for (; k < n; k++) {
 		priv->rx_ring[priv->rx_chain[k].wr.wr_id &
 			      ~IPOIB_OP_RECV].posted = false;
