@@ -64,6 +64,7 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 	priv->rx_size = ipoib_recv_queue_size;
 	spin_lock_init(&priv->ah_lock);
 	INIT_LIST_HEAD(&priv->ah_dead);
+	atomic_set(&priv->ah_rcu_pending, 0);
 	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
 				 GFP_KERNEL);
 	priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
@@ -160,9 +161,13 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 {
 	/*
 	 * The owners are gone (paths and groups went with the transport):
-	 * their handles' grace periods end, and nothing is in flight.
+	 * their handles' grace periods end, and nothing is in flight. Most
+	 * often unregistration's own rcu_barrier() already ran their
+	 * callbacks; a second one would cost every child deletion another
+	 * grace period under rtnl.
 	 */
-	rcu_barrier();
+	if (atomic_read_acquire(&priv->ah_rcu_pending))
+		rcu_barrier();
 	ipoib_ah_reap(priv);
 	WARN_ON_ONCE(!list_empty(&priv->ah_dead));
 	ib_destroy_qp(priv->qp);
@@ -185,19 +190,22 @@ static void ipoib_ah_rcu(struct rcu_head *rcu)
 
 	if (ipoib_ah_idle(priv, ah)) {
 		ipoib_ah_free(ah);
-		return;
+	} else {
+		spin_lock_irqsave(&priv->ah_lock, flags);
+		list_add_tail(&ah->dead, &priv->ah_dead);
+		spin_unlock_irqrestore(&priv->ah_lock, flags);
+		/* send_napi reaps it after its last send's completion */
+		napi_schedule(&priv->send_napi);
 	}
-	spin_lock_irqsave(&priv->ah_lock, flags);
-	list_add_tail(&ah->dead, &priv->ah_dead);
-	spin_unlock_irqrestore(&priv->ah_lock, flags);
-	/* send_napi reaps it after its last send's (signalled) completion */
-	napi_schedule(&priv->send_napi);
+	/* the last use of priv: ipoib_transport_cleanup() may go on */
+	atomic_dec_return_release(&priv->ah_rcu_pending);
 }
 
 static void ipoib_ah_release(struct kref *ref)
 {
 	struct ipoib_ah *ah = container_of(ref, struct ipoib_ah, ref);
 
+	atomic_inc(&ah->priv->ah_rcu_pending);
 	call_rcu(&ah->rcu, ipoib_ah_rcu);
 }
 

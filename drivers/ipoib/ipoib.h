@@ -354,6 +354,7 @@ struct ipoib_dev_priv {
 	/* address handles without owners, waiting for their last send */
 	spinlock_t ah_lock;
 	struct list_head ah_dead;
+	atomic_t ah_rcu_pending;	/* released, grace period not over */
 	/* every send in flight, UD and RC: the queue stops at tx_size */
 	unsigned int global_head;	/* xmit, under the tx lock */
 	unsigned int global_tail;	/* NAPI */

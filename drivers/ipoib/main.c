@@ -991,6 +991,8 @@ static void __exit ipoib_cleanup_module(void)
 	rtnl_link_unregister(&ipoib_link_ops);
 	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
+	/* address handle callbacks past their last use of an interface */
+	rcu_barrier();
 	destroy_workqueue(ipoib_reap_wq);
 	destroy_workqueue(ipoib_wq);
 }
