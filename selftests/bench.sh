@@ -31,7 +31,7 @@
 # ours/veth; the JSON (BENCH_JSON, default /results/bench.json: the
 # host's .build/<abi>/results/) has every sample. BENCH_PROFILE=1 (the
 # default) adds a perf profile (software cpu-clock) of both drivers in
-# datagram mode for TCP and UDP. Env BENCH_SECS (4) per measurement.
+# datagram mode for TCP, UDP and ping-pong. Env BENCH_SECS (4) per measurement.
 
 source "$(dirname "$0")/lib.sh"
 
@@ -259,8 +259,8 @@ driver_rows() {
 	[[ -z $failed ]]
 }
 
-# profile DRV: perf (cpu-clock, all CPUs) over one TCP and one UDP run in
-# datagram mode with offloads; the top symbols of each
+# profile DRV: perf (cpu-clock, all CPUs) over one TCP, one UDP and one
+# ping-pong run in datagram mode with offloads; the top symbols of each
 profile() {
 	local perf row
 
@@ -269,15 +269,21 @@ profile() {
 	IPOIB=$1
 	ipoib_fabric_up offloads=1 debug_wrid=0 || return 1
 	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 $SRV >/dev/null || return 1
-	for row in tcp udp; do
-		iperf_server "$B" $SRV || return 1
-		local args=(-t "$SECS")
-		[[ $row == udp ]] && args+=(-u -b 0 -l 64)
+	for row in tcp udp rr; do
+		local cmd=(iperf3 -c $SRV -t "$SECS")
+		if [[ $row == rr ]]; then
+			ip netns exec "$B" sockperf sr -i $SRV --daemonize >/dev/null 2>&1 || return 1
+			cmd=(sockperf pp -i $SRV -t "$SECS" -m 64)
+		else
+			iperf_server "$B" $SRV || return 1
+			[[ $row == udp ]] && cmd+=(-u -b 0 -l 64)
+		fi
 		"$perf" record -q -e cpu-clock -F 499 -a -o /tmp/perf.data -- \
-			ip netns exec "$A" iperf3 -c $SRV "${args[@]}" >/dev/null 2>&1
-		ktap_diag "profile $1-dg $row (cpu-clock, all CPUs, top 15):"
+			ip netns exec "$A" "${cmd[@]}" >/dev/null 2>&1
+		[[ $row == rr ]] && pkill -f "sockperf sr -i $SRV"
+		ktap_diag "profile $1-dg $row (cpu-clock, all CPUs, top 15 but idle):"
 		ktap_diag "$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio --no-children \
-			--sort sym 2>/dev/null | grep -v '^$' | head -n 15)"
+			--sort sym 2>/dev/null | grep -Ev '^$|safe_halt|default_idle|cpu_idle' | head -n 15)"
 	done
 	rm -f /tmp/perf.data
 	__defer_run
