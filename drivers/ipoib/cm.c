@@ -33,6 +33,9 @@
 #include <linux/random.h>
 #include <net/icmp.h>
 
+#define IPOIB_NG_PAGE_POOL
+#include "compat.h"
+
 #include "ipoib.h"
 
 unsigned int ipoib_max_nonsrq_conn_qp = 128;
@@ -69,6 +72,42 @@ struct ipoib_cm_data {
 
 /* ---- receive buffers ---- */
 
+/*
+ * Receive pages come from two places. NAPI, which replaces the pages of
+ * every message it delivers, takes them from cm_pool: the stack gives
+ * them back once the data is copied out, and a recycled page is not
+ * zeroed again (init_on_alloc zeroing every fresh page cost as much as
+ * the copy to the socket). A pool has one consumer at a time, so the
+ * fills in process context (a new SRQ or ring, a stranded slot) take
+ * plain pages; buf->pooled says which is which.
+ */
+static struct page *ipoib_cm_pool_page(struct ipoib_dev_priv *priv,
+				       u64 *mapping)
+{
+	struct page *page = page_pool_dev_alloc_pages(priv->cm_pool);
+
+	if (!page)
+		return NULL;
+	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
+				   DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(priv->ca, *mapping)) {
+		page_pool_put_full_page(priv->cm_pool, page, false);
+		return NULL;
+	}
+	return page;
+}
+
+/* Unmap a receive page and give it back where it came from. */
+static void ipoib_cm_page_free(struct ipoib_dev_priv *priv, struct page *page,
+			       u64 mapping, bool pooled)
+{
+	ib_dma_unmap_page(priv->ca, mapping, PAGE_SIZE, DMA_FROM_DEVICE);
+	if (pooled)
+		page_pool_put_full_page(priv->cm_pool, page, false);
+	else
+		__free_page(page);
+}
+
 static void ipoib_cm_free_buf(struct ipoib_dev_priv *priv,
 			      struct ipoib_cm_rx_buf *buf)
 {
@@ -83,11 +122,11 @@ static void ipoib_cm_free_buf(struct ipoib_dev_priv *priv,
 	for (i = 0; i < IPOIB_CM_FRAGS; i++) {
 		if (!buf->pages[i])
 			continue;
-		ib_dma_unmap_page(priv->ca, buf->mapping[i + 1], PAGE_SIZE,
-				  DMA_FROM_DEVICE);
-		__free_page(buf->pages[i]);
+		ipoib_cm_page_free(priv, buf->pages[i], buf->mapping[i + 1],
+				   test_bit(i, &buf->pooled));
 		buf->pages[i] = NULL;
 	}
+	buf->pooled = 0;
 }
 
 static void ipoib_cm_free_ring(struct ipoib_dev_priv *priv,
@@ -127,6 +166,7 @@ static int ipoib_cm_fill_buf(struct ipoib_dev_priv *priv,
 						    gfp);
 		if (!buf->pages[i])
 			return -ENOMEM;
+		__clear_bit(i, &buf->pooled);
 	}
 	return 0;
 }
@@ -204,12 +244,22 @@ int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
 			.max_sge = IPOIB_CM_SGE,
 		},
 	};
+	struct page_pool_params pp = {
+		/* returned pages kept: a few messages in flight to sockets */
+		.pool_size = 64 * IPOIB_CM_FRAGS,
+		.nid = NUMA_NO_NODE,
+		.dma_dir = DMA_FROM_DEVICE,
+	};
+	struct page_pool *pool;
 	struct ib_srq *srq;
 
 	priv->srq = NULL;
 	priv->srq_filled = false;
 	priv->srq_fill_next = 0;
 	priv->srq_stranded = 0;
+	/* without a pool NAPI takes plain pages (the HCA's mapping is ours) */
+	pool = page_pool_create(&pp);
+	priv->cm_pool = IS_ERR(pool) ? NULL : pool;
 	if (!priv->ca->attrs.max_srq ||
 	    priv->ca->attrs.max_srq_sge < IPOIB_CM_SGE)
 		return 0;
@@ -233,15 +283,20 @@ void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 {
 	/* ipoib_cm_stop() reaped them; their QPs would pin the CQ */
 	WARN_ON_ONCE(!list_empty(&priv->cm_tx_dead));
-	if (!priv->srq)
-		return;
-	ib_destroy_srq(priv->srq);
-	priv->srq = NULL;
-	ipoib_cm_free_ring(priv, priv->srq_ring);
-	priv->srq_ring = NULL;
-	priv->srq_filled = false;
-	priv->srq_fill_next = 0;
-	priv->srq_stranded = 0;
+	if (priv->srq) {
+		ib_destroy_srq(priv->srq);
+		priv->srq = NULL;
+		ipoib_cm_free_ring(priv, priv->srq_ring);
+		priv->srq_ring = NULL;
+		priv->srq_filled = false;
+		priv->srq_fill_next = 0;
+		priv->srq_stranded = 0;
+	}
+	/* every ring gave its pages back; the stack's come back later */
+	if (priv->cm_pool) {
+		page_pool_destroy(priv->cm_pool);
+		priv->cm_pool = NULL;
+	}
 }
 
 /*
@@ -809,7 +864,7 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	struct ipoib_cm_rx_buf *buf;
 	struct sk_buff *skb, *fresh;
 	unsigned int len, used, j;
-	unsigned long flags;
+	unsigned long flags, pooled = 0;
 
 	if (i >= priv->rx_size) {
 		netdev_warn_once(priv->dev, "CM receive with wr_id 0x%llx\n",
@@ -866,7 +921,15 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	if (!fresh)
 		goto drop;
 	for (j = 0; j < used; j++) {
-		pages[j] = ipoib_alloc_rx_page(priv, &maps[j + 1], GFP_ATOMIC);
+		pages[j] = NULL;
+		if (priv->cm_pool) {
+			pages[j] = ipoib_cm_pool_page(priv, &maps[j + 1]);
+			if (pages[j])
+				__set_bit(j, &pooled);
+		}
+		if (!pages[j])
+			pages[j] = ipoib_alloc_rx_page(priv, &maps[j + 1],
+						       GFP_ATOMIC);
 		if (!pages[j])
 			goto drop_fresh;
 	}
@@ -882,8 +945,12 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		skb_add_rx_frag(skb, j, buf->pages[j], 0,
 				min_t(unsigned int, len, PAGE_SIZE), PAGE_SIZE);
 		len -= min_t(unsigned int, len, PAGE_SIZE);
+		/* freeing the skb returns the pool's pages to the pool */
+		if (test_bit(j, &buf->pooled))
+			skb_mark_for_recycle(skb);
 		buf->pages[j] = pages[j];
 		buf->mapping[j + 1] = maps[j + 1];
+		assign_bit(j, &buf->pooled, test_bit(j, &pooled));
 	}
 	buf->skb = fresh;
 	buf->mapping[0] = maps[0];
@@ -895,11 +962,9 @@ deliver:
 	return;
 
 drop_fresh:
-	while (j--) {
-		ib_dma_unmap_page(priv->ca, maps[j + 1], PAGE_SIZE,
-				  DMA_FROM_DEVICE);
-		__free_page(pages[j]);
-	}
+	while (j--)
+		ipoib_cm_page_free(priv, pages[j], maps[j + 1],
+				   test_bit(j, &pooled));
 	ib_dma_unmap_single(priv->ca, maps[0], IPOIB_CM_HEAD, DMA_FROM_DEVICE);
 	dev_kfree_skb_any(fresh);
 drop:

@@ -166,6 +166,7 @@ struct ipoib_cm_rx_buf {
 	struct sk_buff *skb;
 	struct page *pages[IPOIB_CM_FRAGS];
 	u64 mapping[IPOIB_CM_SGE];
+	unsigned long pooled;		/* bit j: pages[j] is cm_pool's */
 	bool stranded;			/* SRQ: NAPI's repost failed; NAPI */
 };
 
@@ -368,6 +369,8 @@ struct ipoib_dev_priv {
 	struct ib_cm_id *cm_listen;
 	struct ib_srq *srq;		/* NULL: a ring per connection */
 	struct ipoib_cm_rx_buf *srq_ring;
+	/* pages NAPI gives receive buffers (SRQ or not), recycled */
+	struct page_pool *cm_pool;
 	bool srq_filled;		/* buffers go in with the first REQ */
 	unsigned int srq_fill_next;	/* first slot not posted yet; cm_mutex */
 	unsigned int srq_stranded;	/* slots whose repost failed; NAPI */
