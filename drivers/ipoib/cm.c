@@ -79,33 +79,18 @@ struct ipoib_cm_data {
  * zeroed again (init_on_alloc zeroing every fresh page cost as much as
  * the copy to the socket). A pool has one consumer at a time, so the
  * fills in process context (a new SRQ or ring, a stranded slot) take
- * plain pages; buf->pooled says which is which.
+ * plain pages; buf->pooled says which is which. This unmaps a receive
+ * page and gives it back where it came from.
  */
-static struct page *ipoib_cm_pool_page(struct ipoib_dev_priv *priv,
-				       u64 *mapping)
-{
-	struct page *page = page_pool_dev_alloc_pages(priv->cm_pool);
-
-	if (!page)
-		return NULL;
-	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
-				   DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(priv->ca, *mapping)) {
-		page_pool_put_full_page(priv->cm_pool, page, false);
-		return NULL;
-	}
-	return page;
-}
-
-/* Unmap a receive page and give it back where it came from. */
 static void ipoib_cm_page_free(struct ipoib_dev_priv *priv, struct page *page,
 			       u64 mapping, bool pooled)
 {
+	if (pooled) {
+		ipoib_pool_page_free(priv, priv->cm_pool, page, mapping);
+		return;
+	}
 	ib_dma_unmap_page(priv->ca, mapping, PAGE_SIZE, DMA_FROM_DEVICE);
-	if (pooled)
-		page_pool_put_full_page(priv->cm_pool, page, false);
-	else
-		__free_page(page);
+	__free_page(page);
 }
 
 static void ipoib_cm_free_buf(struct ipoib_dev_priv *priv,
@@ -923,7 +908,8 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	for (j = 0; j < used; j++) {
 		pages[j] = NULL;
 		if (priv->cm_pool) {
-			pages[j] = ipoib_cm_pool_page(priv, &maps[j + 1]);
+			pages[j] = ipoib_pool_page(priv, priv->cm_pool,
+						   &maps[j + 1]);
 			if (pages[j])
 				__set_bit(j, &pooled);
 		}

@@ -278,28 +278,32 @@ static void ipoib_rx_layout(struct ipoib_dev_priv *priv)
 	priv->rx_head = IPOIB_UD_HEAD;
 }
 
-/* A page for a datagram receive buffer's tail, from the pool, mapped. */
-static struct page *ipoib_ud_page(struct ipoib_dev_priv *priv, u64 *mapping)
+/*
+ * A receive page from "pool" (datagram or connected mode), mapped here:
+ * the pools do not map (no PP_FLAG_DMA_MAP), the HCA's mapping is ours.
+ */
+struct page *ipoib_pool_page(struct ipoib_dev_priv *priv,
+			     struct page_pool *pool, u64 *mapping)
 {
-	struct page *page = page_pool_dev_alloc_pages(priv->rx_pool);
+	struct page *page = page_pool_dev_alloc_pages(pool);
 
 	if (!page)
 		return NULL;
 	*mapping = ib_dma_map_page(priv->ca, page, 0, PAGE_SIZE,
 				   DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(priv->ca, *mapping)) {
-		page_pool_put_full_page(priv->rx_pool, page, false);
+		page_pool_put_full_page(pool, page, false);
 		return NULL;
 	}
 	return page;
 }
 
-/* Unmap a datagram receive page and give it back to the pool. */
-static void ipoib_ud_page_free(struct ipoib_dev_priv *priv,
-			       struct page *page, u64 mapping)
+/* Unmap a receive page and give it back to its pool. */
+void ipoib_pool_page_free(struct ipoib_dev_priv *priv, struct page_pool *pool,
+			  struct page *page, u64 mapping)
 {
 	ib_dma_unmap_page(priv->ca, mapping, PAGE_SIZE, DMA_FROM_DEVICE);
-	page_pool_put_full_page(priv->rx_pool, page, false);
+	page_pool_put_full_page(pool, page, false);
 }
 
 /* A receive head of "len" bytes after "pad" bytes of headroom, mapped. */
@@ -371,7 +375,8 @@ static int ipoib_post_rx(struct ipoib_dev_priv *priv, unsigned int i)
 			return -ENOMEM;
 	}
 	if (paged && !buf->page) {
-		buf->page = ipoib_ud_page(priv, &buf->mapping[1]);
+		buf->page = ipoib_pool_page(priv, priv->rx_pool,
+					    &buf->mapping[1]);
 		if (!buf->page)
 			return -ENOMEM;
 	}
@@ -418,7 +423,8 @@ static void ipoib_free_rx_buf(struct ipoib_dev_priv *priv, unsigned int i)
 		buf->skb = NULL;
 	}
 	if (buf->page) {
-		ipoib_ud_page_free(priv, buf->page, buf->mapping[1]);
+		ipoib_pool_page_free(priv, priv->rx_pool, buf->page,
+				     buf->mapping[1]);
 		buf->page = NULL;
 	}
 	buf->posted = false;
@@ -459,7 +465,8 @@ static struct sk_buff *ipoib_rx_take(struct ipoib_dev_priv *priv,
 			buf->page = page;
 			buf->mapping[1] = map_page;
 		} else if (page) {
-			ipoib_ud_page_free(priv, page, map_page);
+			ipoib_pool_page_free(priv, priv->rx_pool, page,
+					     map_page);
 		}
 		ipoib_post_rx(priv, i);
 		return NULL;

@@ -504,6 +504,10 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 struct sk_buff *ipoib_alloc_rx_skb(struct ipoib_dev_priv *priv,
 				   unsigned int len, unsigned int pad,
 				   u64 *mapping, gfp_t gfp);
+struct page *ipoib_pool_page(struct ipoib_dev_priv *priv,
+			     struct page_pool *pool, u64 *mapping);
+void ipoib_pool_page_free(struct ipoib_dev_priv *priv, struct page_pool *pool,
+			  struct page *page, u64 mapping);
 struct page *ipoib_alloc_rx_page(struct ipoib_dev_priv *priv, u64 *mapping,
 				 gfp_t gfp);
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev_priv *priv,
