@@ -763,10 +763,26 @@ void ipoib_napi_add(struct ipoib_dev_priv *priv)
 	netif_napi_add_tx(priv->dev, &priv->send_napi, ipoib_send_napi_poll);
 }
 
+/*
+ * Unlist both NAPI contexts. Unregistration calls this from ndo_uninit and
+ * its own synchronize_net() afterwards is the grace period their lockless
+ * users (busy polling) need before the netdev memory goes. It takes none
+ * of its own: outside rtnl, as in a child's destructor, each of those is a
+ * full grace period (two of them were a fifth of a child's deletion).
+ * NAPI was disabled or never enabled: an event still coming from the CQ
+ * schedules nothing.
+ */
+void ipoib_napi_unlist(struct ipoib_dev_priv *priv)
+{
+	__netif_napi_del(&priv->send_napi);
+	__netif_napi_del(&priv->napi);
+}
+
+/* The same for a netdev that never got registered: one grace period. */
 void ipoib_napi_del(struct ipoib_dev_priv *priv)
 {
-	netif_napi_del(&priv->send_napi);
-	netif_napi_del(&priv->napi);
+	ipoib_napi_unlist(priv);
+	synchronize_net();
 }
 
 /*

@@ -493,6 +493,7 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv);
 int ipoib_transport_up(struct ipoib_dev_priv *priv);
 void ipoib_transport_down(struct ipoib_dev_priv *priv);
 void ipoib_napi_add(struct ipoib_dev_priv *priv);
+void ipoib_napi_unlist(struct ipoib_dev_priv *priv);
 void ipoib_napi_del(struct ipoib_dev_priv *priv);
 void ipoib_rx_deliver(struct ipoib_dev_priv *priv, struct sk_buff *skb);
 void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,

@@ -351,7 +351,14 @@ static int ipoib_get_iflink(const struct net_device *dev)
 	return priv->parent ? priv->parent->dev->ifindex : dev->ifindex;
 }
 
+/* NAPI goes off the lists before unregistration's last grace period */
+static void ipoib_uninit(struct net_device *dev)
+{
+	ipoib_napi_unlist(ipoib_priv(dev));
+}
+
 const struct net_device_ops ipoib_netdev_ops = {
+	.ndo_uninit = ipoib_uninit,
 	.ndo_get_iflink = ipoib_get_iflink,
 	.ndo_open = ipoib_open,
 	.ndo_stop = ipoib_stop,
@@ -770,7 +777,6 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	cancel_work_sync(&priv->carrier_work);
 	ipoib_mcast_stop(priv);
 	ipoib_transport_cleanup(priv);
-	ipoib_napi_del(priv);
 }
 
 static struct ipoib_dev_priv *ipoib_add_port(struct ipoib_hca *hca,
