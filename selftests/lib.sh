@@ -660,6 +660,14 @@ ipoib_fabric_up() {
 	ipoib_fabric_place || { FAILED_STEP="ib0 and ib1 placed, with carrier"; return 1; }
 }
 
+# ipoib_fabric_reload: ib_ipoib loaded again after a test unloaded it, ib1
+# there, then ib0/ib1 placed in $A and $B as ipoib_fabric_up left them (ib1
+# has a new UD QPN). The deferred unload of ipoib_stack_up still applies.
+ipoib_fabric_reload() {
+	load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null &&
+		ipoib_fabric_place
+}
+
 # ipoib_peer_up POLICY...: ipoib_stack_up with the partitions POLICY...,
 # ib0 left here and ib1 moved into a new netns $B, down, for the test to
 # configure as the peer.
@@ -669,8 +677,7 @@ ipoib_peer_up() {
 }
 
 # ipoib_fabric_place: ib0 into $A as 192.0.2.1/24 and ib1 into $B as
-# 192.0.2.2/24, both up with carrier (after ipoib_fabric_up's reload of
-# ib_ipoib, too)
+# 192.0.2.2/24, both up with carrier (after ipoib_fabric_reload, too)
 ipoib_fabric_place() {
 	# one ip process per namespace
 	printf 'link set ib0 netns %s\nlink set ib1 netns %s\n' "$A" "$B" | ip -batch - &&

@@ -90,8 +90,7 @@ RET=0
 unload_ipoib && unload_softib
 check_err $? "unloading ib_ipoib and softib"
 load_softib offloads=0 && slowwait 10 softib_ports_active >/dev/null &&
-	load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null &&
-	ipoib_fabric_place
+	ipoib_fabric_reload
 check_err $? "softib offloads=0, ib_ipoib, ib0/ib1 placed again"
 for f in tx-tcp-segmentation tx-checksum-ipv4 rx-checksumming; do
 	got=$(ethtool_feature "$A" ib0 "$f")

@@ -134,7 +134,7 @@ RET=0
 slowwait_eq $DRAIN 0 softib_stat sa_replies_waiting
 check_err $? "$(softib_stat sa_replies_waiting) SA answers still held back"
 echo 0 >"$F"
-load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null && ipoib_fabric_place &&
+ipoib_fabric_reload &&
 	slowwait 30 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&
 	slowwait 30 ip netns exec "$B" ping -c 1 -W 2 192.0.2.1 >/dev/null
 check_err $? "no ping both ways after the late answers"

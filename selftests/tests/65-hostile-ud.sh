@@ -47,12 +47,6 @@ objs_le() {
 		((${b[i]:-0} <= ${a[i]})) || return 1
 	done
 }
-# ib_ipoib out and back in, ib0/ib1 placed again (a new UD QPN for ib1)
-reload_ipoib() {
-	unload_ipoib && load_ipoib &&
-		slowwait 10 test -d /sys/class/net/ib1 >/dev/null &&
-		ipoib_fabric_place
-}
 
 # The leak check (result 8) compares what softib holds after ib_ipoib is
 # unloaded with what it held before ib_ipoib was loaded: every object the
@@ -65,7 +59,7 @@ ktap_result $? "ib0/ib1 in two netns get carrier" || ktap_finish
 unload_ipoib
 sleep 1
 objs_base=$(objs)
-reload_ipoib || ktap_diag "ib0/ib1 did not get carrier again after the baseline"
+ipoib_fabric_reload || ktap_diag "ib0/ib1 did not get carrier again after the baseline"
 ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
 hw=$(ipoib_hwaddr "$B" ib1)
 QPN=0x${hw:3:2}${hw:6:2}${hw:9:2}
@@ -188,8 +182,10 @@ if [[ $IPOIB == ours ]]; then
 fi
 unload_ipoib
 slowwait 10 objs_le "$objs_base" >/dev/null
-check_err $? "without ib_ipoib, softib objects before: $objs_base; after: $(objs)"
-ktap_diag "softib objects without ib_ipoib, before: $objs_base; after: $(objs)"
+rc=$?
+objs_end=$(objs)
+check_err $rc "without ib_ipoib, softib objects before: $objs_base; after: $objs_end"
+ktap_diag "softib objects without ib_ipoib, before: $objs_base; after: $objs_end"
 log_test "no leak: softib's objects back where they were once ib_ipoib is unloaded, SUnreclaim within 8 MB"
 [[ $IPOIB == intree ]] &&
 	ktap_diag "in-tree (known): address handles that down releases wait on its dead list until the next up (its reaper stops on down): compared only after unloading"

@@ -240,12 +240,7 @@ res_softib=$(rdma_res)
 mem_softib=$(sunreclaim_kb)
 
 ipoib_fabric_up_again() {
-	load_ipoib && slowwait 10 test -d /sys/class/net/ib1 >/dev/null &&
-		ip link set ib0 netns "$A" && ip link set ib1 netns "$B" &&
-		ip -n "$A" addr add 192.0.2.1/24 dev ib0 &&
-		ip -n "$B" addr add 192.0.2.2/24 dev ib1 &&
-		ip -n "$A" link set ib0 up && ip -n "$B" link set ib1 up &&
-		slowwait 20 ipoib_lower_up "$A" ib0 && slowwait 20 ipoib_lower_up "$B" ib1 &&
+	ipoib_fabric_reload &&
 		ipoib_mode_child "$A" ib0 8001 10.9.0.1/24 && ipoib_mode_child "$B" ib1 8001 10.9.0.2/24 &&
 		slowwait 20 ipoib_lower_up "$A" ib0.8001 && slowwait 20 ipoib_lower_up "$B" ib1.8001 &&
 		slowwait 20 pings >/dev/null
