@@ -37,10 +37,17 @@ void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited)
 	cq->ring[cq->head] = *wc;
 	cq->head = (cq->head + 1) % cq->size;
 	cq->count++;
-	if (cq->notify == IB_CQ_NEXT_COMP ||
-	    (cq->notify == IB_CQ_SOLICITED && solicited)) {
-		cq->notify = 0;
-		queue_work(sdev->wq, &cq->comp_work);
+	if (cq->notify == IB_CQ_SOLICITED && solicited) {
+		softib_cq_signal(cq);
+	} else if (cq->notify == IB_CQ_NEXT_COMP) {
+		cq->mod_pending++;
+		if (cq->mod_count ? cq->mod_pending >= cq->mod_count :
+				    !cq->mod_period)
+			softib_cq_signal(cq);
+		else if (cq->mod_period && cq->mod_pending == 1)
+			hrtimer_start(&cq->mod_timer,
+				      ns_to_ktime(cq->mod_period * NSEC_PER_USEC),
+				      HRTIMER_MODE_REL);
 	}
 out_unlock:
 	spin_unlock_irqrestore(&cq->lock, flags);

@@ -240,6 +240,7 @@ const struct ib_device_ops softib_dev_ops = {
 	.query_srq = softib_query_srq,
 	.reg_user_mr = softib_reg_user_mr,
 	.req_notify_cq = softib_req_notify_cq,
+	.modify_cq = softib_modify_cq,
 	.alloc_pd = softib_alloc_pd,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, softib_ah, ibah),

@@ -175,6 +175,17 @@ struct softib_cq {
 	u32 count;	/* filled slots */
 	u8 notify;	/* armed: IB_CQ_SOLICITED or IB_CQ_NEXT_COMP */
 	bool overflow;
+	/*
+	 * Moderation (modify_cq, as mlx5's CQ moderation): an armed
+	 * NEXT_COMP event waits until mod_count completions came since it
+	 * was armed or mod_period microseconds passed since the first of
+	 * them, whichever is first. 0/0 (and count 1): no waiting. A count
+	 * with no period waits for the count, as hardware does.
+	 */
+	u16 mod_count;
+	u16 mod_period;
+	u32 mod_pending;	/* completions since armed, not yet signalled */
+	struct hrtimer mod_timer;
 	struct work_struct comp_work;
 	struct work_struct err_work;
 };
@@ -402,6 +413,8 @@ int softib_create_cq_common(struct ib_cq *ibcq,
 int softib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int softib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int softib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int softib_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period);
+void softib_cq_signal(struct softib_cq *cq);
 int softib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		      struct ib_udata *udata);
 int softib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,

@@ -44,6 +44,9 @@ int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_sge_rd = SOFTIB_MAX_SGE;
 	attr->max_cq = SOFTIB_MAX_CQ;
 	attr->max_cqe = SOFTIB_MAX_CQE;
+	/* modify_cq's range (ib_core passes u16s) */
+	attr->cq_caps.max_cq_moderation_count = U16_MAX;
+	attr->cq_caps.max_cq_moderation_period = U16_MAX;
 	attr->max_mr = SOFTIB_MAX_MR;
 	attr->max_pd = SOFTIB_MAX_PD;
 	attr->max_mcast_grp = SOFTIB_MAX_MCAST_GRP;
@@ -206,6 +209,47 @@ static void softib_cq_err_work(struct work_struct *work)
 		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 }
 
+/* Raise the armed completion event now; under cq->lock. */
+void softib_cq_signal(struct softib_cq *cq)
+{
+	lockdep_assert_held(&cq->lock);
+	cq->notify = 0;
+	cq->mod_pending = 0;
+	/* a timer still running for this batch finds nothing armed */
+	hrtimer_try_to_cancel(&cq->mod_timer);
+	queue_work(to_sdev(cq->ibcq.device)->wq, &cq->comp_work);
+}
+
+/* The moderation period ended: what came since the CQ was armed is due. */
+static enum hrtimer_restart softib_cq_mod_timer(struct hrtimer *timer)
+{
+	struct softib_cq *cq = container_of(timer, struct softib_cq, mod_timer);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->notify == IB_CQ_NEXT_COMP && cq->mod_pending)
+		softib_cq_signal(cq);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return HRTIMER_NORESTART;
+}
+
+/*
+ * ib_core's rdma_set_cq_moderation(): takes effect from the next
+ * completion. Completions already waiting are signalled by the old rule
+ * or, if it was stricter, by the next completion or the new period.
+ */
+int softib_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
+{
+	struct softib_cq *cq = to_scq(ibcq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->mod_count = cq_count;
+	cq->mod_period = cq_period;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return 0;
+}
+
 int softib_create_cq_common(struct ib_cq *ibcq,
 			    const struct ib_cq_init_attr *attr, bool user)
 {
@@ -232,6 +276,8 @@ int softib_create_cq_common(struct ib_cq *ibcq,
 	spin_lock_init(&cq->lock);
 	INIT_WORK(&cq->comp_work, softib_cq_comp_work);
 	INIT_WORK(&cq->err_work, softib_cq_err_work);
+	hrtimer_init(&cq->mod_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	cq->mod_timer.function = softib_cq_mod_timer;
 	return 0;
 }
 
@@ -240,6 +286,7 @@ int softib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct softib_cq *cq = to_scq(ibcq);
 
 	/* every QP using this CQ is gone (ib_core counts them) */
+	hrtimer_cancel(&cq->mod_timer);
 	cancel_work_sync(&cq->comp_work);
 	cancel_work_sync(&cq->err_work);
 	kvfree(cq->ring);
