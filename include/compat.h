@@ -38,6 +38,20 @@
 #define COMPAT_NUM_PRS int
 #endif
 
+/*
+ * Deleting devices of a dying network namespace before the core moves its
+ * refundable ones to init_net. Since 6.9 the core does that in its
+ * exit_batch_rtnl method, which runs (under rtnl) before every exit and
+ * exit_batch method, so ours must be an exit_batch_rtnl too. Before 6.9
+ * the core does it in exit_batch, and a module's pernet operations exit
+ * before the core's: exit_batch is early enough there (later 6.1.y have
+ * exit_batch_rtnl as well, but not all 6.1 kernels do). The arguments
+ * differ: ipoib's netlink.c defines ipoib_net_exit for either.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#define COMPAT_NET_EXIT_RTNL
+#endif
+
 #endif /* IPOIB_NG_COMPAT_H */
 
 /*

@@ -88,8 +88,11 @@ int ipoib_child_create(struct ipoib_dev_priv *parent, struct net_device *dev,
 	return 0;
 }
 
-static void ipoib_child_unlink(struct ipoib_dev_priv *priv,
-			       struct list_head *head)
+/*
+ * Unlink a child from its parent and queue it for unregistration on
+ * "head" (NULL: now). Under rtnl.
+ */
+void ipoib_child_unlink(struct ipoib_dev_priv *priv, struct list_head *head)
 {
 	ASSERT_RTNL();
 	list_del_init(&priv->child_node);
@@ -234,92 +237,3 @@ static ssize_t parent_show(struct device *d, struct device_attribute *attr,
 	return sysfs_emit(buf, "%s\n", priv->parent->dev->name);
 }
 DEVICE_ATTR_RO(parent);
-
-int ipoib_validate(struct nlattr *tb[], struct nlattr *data[],
-		   struct netlink_ext_ack *extack)
-{
-	if (data && data[IFLA_IPOIB_MODE] &&
-	    nla_get_u16(data[IFLA_IPOIB_MODE]) > IPOIB_MODE_CONNECTED) {
-		NL_SET_ERR_MSG(extack, "ipoib: mode must be datagram or connected");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int ipoib_nl_set_mode(struct net_device *dev, struct nlattr *data[],
-			     struct netlink_ext_ack *extack)
-{
-	if (data && data[IFLA_IPOIB_MODE])
-		ipoib_set_mode(ipoib_priv(dev),
-			       nla_get_u16(data[IFLA_IPOIB_MODE]) ==
-			       IPOIB_MODE_CONNECTED);
-	if (data && data[IFLA_IPOIB_UMCAST])
-		WRITE_ONCE(ipoib_priv(dev)->umcast,
-			   !!nla_get_u16(data[IFLA_IPOIB_UMCAST]));
-	return 0;
-}
-
-int ipoib_newlink(struct net *src_net, struct net_device *dev,
-		  struct nlattr *tb[], struct nlattr *data[],
-		  struct netlink_ext_ack *extack)
-{
-	struct ipoib_dev_priv *parent;
-	struct net_device *pdev;
-	u16 pkey;
-	int ret;
-
-	if (!tb[IFLA_LINK]) {
-		NL_SET_ERR_MSG(extack,
-			       "ipoib: a child needs its parent: ip link add link ib0 ... type ipoib");
-		return -EINVAL;
-	}
-	pdev = __dev_get_by_index(src_net, nla_get_u32(tb[IFLA_LINK]));
-	if (!pdev)
-		return -ENODEV;
-	/* a real IPoIB parent, not anything with ARPHRD_INFINIBAND (bonds) */
-	if (!ipoib_is_ours(pdev) || ipoib_priv(pdev)->parent) {
-		NL_SET_ERR_MSG(extack,
-			       "ipoib: the link must be an IPoIB parent (e.g. ib0), not a child or another type");
-		return -EINVAL;
-	}
-	parent = ipoib_priv(pdev);
-	/*
-	 * rtnetlink checked the socket's and the target namespaces, and
-	 * IFLA_LINK_NETNSID's; a parent can only be found in one of them.
-	 * Asked again so that the rule stays in one place (sysfs's).
-	 */
-	ret = ipoib_may_configure(pdev, "newlink");
-	if (ret) {
-		NL_SET_ERR_MSG(extack, "ipoib: needs CAP_NET_ADMIN over the parent's netns");
-		return ret;
-	}
-
-	pkey = parent->pkey;
-	if (data && data[IFLA_IPOIB_PKEY])
-		pkey = nla_get_u16(data[IFLA_IPOIB_PKEY]);
-	if (!(pkey & 0x7fff)) {
-		NL_SET_ERR_MSG(extack, "ipoib: P_Key 0x0000/0x8000 is invalid");
-		return -EINVAL;
-	}
-	ret = ipoib_child_create(parent, dev, pkey | 0x8000, false, extack);
-	if (ret)
-		return ret;
-	return ipoib_nl_set_mode(dev, data, extack);
-}
-
-int ipoib_changelink(struct net_device *dev, struct nlattr *tb[],
-		     struct nlattr *data[], struct netlink_ext_ack *extack)
-{
-	/* the P_Key of an interface never changes; mode and umcast may */
-	return ipoib_nl_set_mode(dev, data, extack);
-}
-
-void ipoib_dellink(struct net_device *dev, struct list_head *head)
-{
-	struct ipoib_dev_priv *priv = ipoib_priv(dev);
-
-	/* parents carry link ops without dellink: only children get here */
-	if (WARN_ON_ONCE(!priv->parent))
-		return;
-	ipoib_child_unlink(priv, head);
-}

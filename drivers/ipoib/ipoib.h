@@ -72,6 +72,9 @@ struct ipoib_header {
 #define IPOIB_CM_SERVICE_ID	0x1000000000000000ULL
 #define IPOIB_CM_TX_PER_PATH	8	/* active entries (QPNs) per GID */
 
+/* send_queue_size and recv_queue_size go up to this (as in-tree) */
+#define IPOIB_MAX_QUEUE_SIZE	8192
+
 /* queue limits: bounded waits while a path or a group is resolved */
 #define IPOIB_MAX_PATH_QUEUE	3
 #define IPOIB_MAX_MCAST_QUEUE	64
@@ -363,6 +366,11 @@ struct ipoib_dev_priv {
 	int send_napi_max_polled;
 	u64 cm_rnr_fallbacks;		/* NAPI: RNR_RETRY_EXC, UD for a while */
 	u64 tx_timeouts;		/* dev_watchdog: datapath restarted */
+	/* CQ moderation that ethtool -C set (rtnl): cq and send_cq */
+	u16 rx_coal_usecs;
+	u16 rx_coal_frames;
+	u16 tx_coal_usecs;
+	u16 tx_coal_frames;
 
 	/* connected mode (cm.c); the lists are under lock */
 	bool cm_mode;			/* admin: connected */
@@ -472,14 +480,14 @@ int ipoib_may_configure(struct net_device *dev, const char *what);
 int ipoib_child_create(struct ipoib_dev_priv *parent, struct net_device *dev,
 		       u16 pkey, bool sysfs, struct netlink_ext_ack *extack);
 void ipoib_delete_children(struct ipoib_dev_priv *parent);
-int ipoib_newlink(struct net *src_net, struct net_device *dev,
-		  struct nlattr *tb[], struct nlattr *data[],
-		  struct netlink_ext_ack *extack);
-void ipoib_dellink(struct net_device *dev, struct list_head *head);
-int ipoib_changelink(struct net_device *dev, struct nlattr *tb[],
-		     struct nlattr *data[], struct netlink_ext_ack *extack);
-int ipoib_validate(struct nlattr *tb[], struct nlattr *data[],
-		   struct netlink_ext_ack *extack);
+void ipoib_child_unlink(struct ipoib_dev_priv *priv, struct list_head *head);
+
+/* netlink.c */
+int ipoib_netlink_init(void);
+void ipoib_netlink_exit(void);
+
+/* ethtool.c */
+extern const struct ethtool_ops ipoib_ethtool_ops;
 
 /* debugfs.c */
 void ipoib_debugfs_init(void);

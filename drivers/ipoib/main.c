@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ipoib-ng: module entry, the ib_client that creates one interface per
- * InfiniBand port, the net_device operations and IB event handling.
+ * InfiniBand port, the net_device operations, sysfs attributes and IB
+ * event handling. rtnetlink is in netlink.c, ethtool in ethtool.c.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/ethtool.h>
 #include <linux/if_arp.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
 #include <linux/slab.h>
 #include <net/rtnetlink.h>
-#include <uapi/linux/if_link.h>
 
 #include "ipoib.h"
 
@@ -390,173 +389,6 @@ static const struct header_ops ipoib_header_ops = {
 	.create = ipoib_hard_header,
 };
 
-static void ipoib_get_drvinfo(struct net_device *dev,
-			      struct ethtool_drvinfo *info)
-{
-	struct ipoib_dev_priv *priv = ipoib_priv(dev);
-
-	strscpy(info->driver, KBUILD_MODNAME, sizeof(info->driver));
-	strscpy(info->version, IPOIB_NG_VERSION, sizeof(info->version));
-	strscpy(info->bus_info, dev_name(&priv->ca->dev), sizeof(info->bus_info));
-	ib_get_device_fw_str(priv->ca, info->fw_version);
-}
-
-/* Mbit/s of one lane at an IB signalling rate (after encoding). */
-static int ipoib_lane_speed(u16 active_speed)
-{
-	switch (active_speed) {
-	case IB_SPEED_SDR:
-		return SPEED_2500;
-	case IB_SPEED_DDR:
-		return SPEED_5000;
-	case IB_SPEED_QDR:
-	case IB_SPEED_FDR10:
-		return SPEED_10000;
-	case IB_SPEED_FDR:
-		return SPEED_14000;
-	case IB_SPEED_EDR:
-		return SPEED_25000;
-	case IB_SPEED_HDR:
-		return SPEED_50000;
-	case IB_SPEED_NDR:
-		return SPEED_100000;
-	default:
-		return SPEED_UNKNOWN;
-	}
-}
-
-static int ipoib_get_link_ksettings(struct net_device *dev,
-				    struct ethtool_link_ksettings *cmd)
-{
-	struct ipoib_dev_priv *priv = ipoib_priv(dev);
-	struct ib_port_attr attr;
-	int speed, width;
-
-	cmd->base.speed = SPEED_UNKNOWN;
-	cmd->base.duplex = DUPLEX_UNKNOWN;
-	cmd->base.port = PORT_OTHER;
-	if (!netif_carrier_ok(dev) || ib_query_port(priv->ca, priv->port, &attr))
-		return 0;
-	speed = ipoib_lane_speed(attr.active_speed);
-	width = ib_width_enum_to_int(attr.active_width);
-	if (speed > 0 && width > 0) {
-		cmd->base.speed = speed * width;
-		cmd->base.duplex = DUPLEX_FULL;
-	}
-	return 0;
-}
-
-/* ethtool -S: the names and order in-tree reports, so scripts keep working */
-static const struct {
-	char name[ETH_GSTRING_LEN];
-	size_t offset;
-} ipoib_ethtool_stats[] = {
-#define IPOIB_STAT(f) { #f, offsetof(struct net_device_stats, f) }
-	IPOIB_STAT(rx_packets),
-	IPOIB_STAT(tx_packets),
-	IPOIB_STAT(rx_bytes),
-	IPOIB_STAT(tx_bytes),
-	IPOIB_STAT(tx_errors),
-	IPOIB_STAT(rx_dropped),
-	IPOIB_STAT(tx_dropped),
-	IPOIB_STAT(multicast),
-#undef IPOIB_STAT
-};
-
-static int ipoib_get_sset_count(struct net_device *dev, int sset)
-{
-	return sset == ETH_SS_STATS ? ARRAY_SIZE(ipoib_ethtool_stats) :
-				      -EOPNOTSUPP;
-}
-
-static void ipoib_get_strings(struct net_device *dev, u32 sset, u8 *data)
-{
-	unsigned int i;
-
-	if (sset != ETH_SS_STATS)
-		return;
-	for (i = 0; i < ARRAY_SIZE(ipoib_ethtool_stats); i++)
-		memcpy(data + i * ETH_GSTRING_LEN, ipoib_ethtool_stats[i].name,
-		       ETH_GSTRING_LEN);
-}
-
-static void ipoib_get_ethtool_stats(struct net_device *dev,
-				    struct ethtool_stats *stats, u64 *data)
-{
-	const struct net_device_stats *ns = &dev->stats;
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(ipoib_ethtool_stats); i++)
-		data[i] = *(unsigned long *)((u8 *)ns +
-					     ipoib_ethtool_stats[i].offset);
-}
-
-static const struct ethtool_ops ipoib_ethtool_ops = {
-	.get_drvinfo = ipoib_get_drvinfo,
-	.get_link = ethtool_op_get_link,
-	.get_link_ksettings = ipoib_get_link_ksettings,
-	.get_sset_count = ipoib_get_sset_count,
-	.get_strings = ipoib_get_strings,
-	.get_ethtool_stats = ipoib_get_ethtool_stats,
-};
-
-static size_t ipoib_get_size(const struct net_device *dev)
-{
-	return nla_total_size(2) +	/* IFLA_IPOIB_PKEY */
-	       nla_total_size(2) +	/* IFLA_IPOIB_MODE */
-	       nla_total_size(2);	/* IFLA_IPOIB_UMCAST */
-}
-
-static int ipoib_fill_info(struct sk_buff *skb, const struct net_device *dev)
-{
-	struct ipoib_dev_priv *priv = ipoib_priv(dev);
-
-	if (nla_put_u16(skb, IFLA_IPOIB_PKEY, priv->pkey) ||
-	    nla_put_u16(skb, IFLA_IPOIB_MODE, READ_ONCE(priv->cm_mode) ?
-			IPOIB_MODE_CONNECTED : IPOIB_MODE_DATAGRAM) ||
-	    nla_put_u16(skb, IFLA_IPOIB_UMCAST, READ_ONCE(priv->umcast)))
-		return -EMSGSIZE;
-	return 0;
-}
-
-static const struct nla_policy ipoib_policy[IFLA_IPOIB_MAX + 1] = {
-	[IFLA_IPOIB_PKEY] = { .type = NLA_U16 },
-	[IFLA_IPOIB_MODE] = { .type = NLA_U16 },
-	[IFLA_IPOIB_UMCAST] = { .type = NLA_U16 },
-};
-
-/* Children: created, changed and deleted through netlink (child.c). */
-struct rtnl_link_ops ipoib_link_ops __read_mostly = {
-	.kind = IPOIB_LINK_KIND,
-	.priv_size = sizeof(struct ipoib_dev_priv),
-	.setup = ipoib_setup,
-	.maxtype = IFLA_IPOIB_MAX,
-	.policy = ipoib_policy,
-	.validate = ipoib_validate,
-	.newlink = ipoib_newlink,
-	.changelink = ipoib_changelink,
-	.dellink = ipoib_dellink,
-	.get_size = ipoib_get_size,
-	.fill_info = ipoib_fill_info,
-};
-
-/*
- * Parents report the same kind but cannot be deleted (no dellink: "ip link
- * del ib0" fails with EOPNOTSUPP instead of pretending), and return to
- * init_net when their namespace is destroyed.
- */
-static struct rtnl_link_ops ipoib_parent_link_ops __read_mostly = {
-	.kind = IPOIB_LINK_KIND,
-	.netns_refund = true,
-	.priv_size = sizeof(struct ipoib_dev_priv),
-	.maxtype = IFLA_IPOIB_MAX,
-	.policy = ipoib_policy,
-	.validate = ipoib_validate,
-	.changelink = ipoib_changelink,
-	.get_size = ipoib_get_size,
-	.fill_info = ipoib_fill_info,
-};
-
 static ssize_t carrier_reason_show(struct device *d,
 				   struct device_attribute *attr, char *buf)
 {
@@ -790,7 +622,7 @@ static struct ipoib_dev_priv *ipoib_add_port(struct ipoib_hca *hca,
 			   ipoib_setup);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
-	dev->rtnl_link_ops = &ipoib_parent_link_ops;
+	dev->rtnl_link_ops = &ipoib_link_ops;
 	priv = ipoib_priv(dev);
 	ipoib_priv_init(priv, dev, ca, port);
 	SET_NETDEV_DEV(dev, ca->dev.parent);
@@ -954,10 +786,10 @@ static int __init ipoib_init_module(void)
 {
 	int ret;
 
-	ipoib_check_param("send_queue_size", &ipoib_send_queue_size, 128, 8192,
-			  true);
-	ipoib_check_param("recv_queue_size", &ipoib_recv_queue_size, 2, 8192,
-			  false);
+	ipoib_check_param("send_queue_size", &ipoib_send_queue_size, 128,
+			  IPOIB_MAX_QUEUE_SIZE, true);
+	ipoib_check_param("recv_queue_size", &ipoib_recv_queue_size, 2,
+			  IPOIB_MAX_QUEUE_SIZE, false);
 	ipoib_check_param("max_nonsrq_conn_qp", &ipoib_max_nonsrq_conn_qp, 0,
 			  4096, false);
 
@@ -972,16 +804,16 @@ static int __init ipoib_init_module(void)
 	ib_sa_register_client(&ipoib_sa_client);
 	ipoib_debugfs_init();
 
-	ret = rtnl_link_register(&ipoib_link_ops);
+	ret = ipoib_netlink_init();
 	if (ret)
 		goto err_unregister_sa;
 	ret = ib_register_client(&ipoib_client);
 	if (ret)
-		goto err_unregister_link;
+		goto err_netlink_exit;
 	return 0;
 
-err_unregister_link:
-	rtnl_link_unregister(&ipoib_link_ops);
+err_netlink_exit:
+	ipoib_netlink_exit();
 err_unregister_sa:
 	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
@@ -994,7 +826,7 @@ err_destroy_wq:
 static void __exit ipoib_cleanup_module(void)
 {
 	ib_unregister_client(&ipoib_client);
-	rtnl_link_unregister(&ipoib_link_ops);
+	ipoib_netlink_exit();
 	ipoib_debugfs_cleanup();
 	ib_sa_unregister_client(&ipoib_sa_client);
 	/* address handle callbacks past their last use of an interface */
