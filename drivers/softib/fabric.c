@@ -550,10 +550,19 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 		softib_drop(dport, SOFTIB_DROP_NO_QP);
 		goto out_unlock;
 	}
-	ret = softib_recv_any(&pkt, dqp, dport, pkey_index, 0);
+	if (unlikely(READ_ONCE(dqp->rnr_stuck))) {
+		/* fault/rnr_stuck: as if the receive queue stayed empty */
+		softib_drop(dport, SOFTIB_DROP_NO_RWQE);
+		ret = SOFTIB_RNR;
+	} else {
+		ret = softib_recv_any(&pkt, dqp, dport, pkey_index, 0);
+	}
 	spin_unlock_irqrestore(&dqp->rq.lock, flags);
 
-	if (ret == SOFTIB_RNR) {
+	if (ret == SOFTIB_RNR && unlikely(READ_ONCE(dqp->rnr_stuck))) {
+		/* the CM's default timer (code 0), which in-tree keeps */
+		*rnr_usec = softib_rnr_usec[0];
+	} else if (ret == SOFTIB_RNR) {
 		*rnr_usec = softib_rnr_usec[READ_ONCE(dqp->min_rnr_timer) & 31];
 	} else if (ret == -EMSGSIZE) {
 		/* the responder's QP fails too (NAK: invalid request) */

@@ -12,6 +12,11 @@
  *                 to it is sent, completed or flushed, in any state, until
  *                 the QP is reset or destroyed (which discard it). For
  *                 consumers' teardown timeouts and transmit watchdogs.
+ *  rnr_stuck      (write a QPN) the RC QP's receiver acts as one whose
+ *                 receive queue stays empty: every message sent to it is
+ *                 RNR NAKed, with the longest NAK timer (655 ms, the
+ *                 CM's default), until the QP is reset or destroyed.
+ *                 Senders retry as their rnr_retry says (7: for ever).
  *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
  *                 with -ENOMEM, once, as on an SRQ that is full; reads
  *                 how many calls are left (0: disarmed).
@@ -89,6 +94,20 @@ static int softib_fault_stall_sends_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_stall_sends_fops, NULL,
 			 softib_fault_stall_sends_set, "%llu\n");
 
+/* fabric.c reads it at each message to the QP */
+static void softib_fault_rnr_stuck(struct softib_qp *qp)
+{
+	WRITE_ONCE(qp->rnr_stuck, true);
+}
+
+static int softib_fault_rnr_stuck_set(void *data, u64 val)
+{
+	return softib_fault_on_qp(data, val, "rnr_stuck",
+				  softib_fault_rnr_stuck);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_rnr_stuck_fops, NULL,
+			 softib_fault_rnr_stuck_set, "%llu\n");
+
 static int softib_fault_post_srq_get(void *data, u64 *val)
 {
 	struct softib_dev *sdev = data;
@@ -142,6 +161,8 @@ void softib_fault_init(struct softib_dev *sdev)
 				   &softib_fault_qp_error_fops);
 	debugfs_create_file_unsafe("stall_sends", 0200, dir, sdev,
 				   &softib_fault_stall_sends_fops);
+	debugfs_create_file_unsafe("rnr_stuck", 0200, dir, sdev,
+				   &softib_fault_rnr_stuck_fops);
 	debugfs_create_file_unsafe("fail_post_srq", 0644, dir, sdev,
 				   &softib_fault_post_srq_fops);
 	debugfs_create_file_unsafe("sa_delay_ms", 0644, dir, sdev,

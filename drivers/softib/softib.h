@@ -252,6 +252,7 @@ struct softib_qp {
 	struct softib_cq *rcq;
 	bool block_mcast_loopback;
 	bool sends_stalled;	/* fault/stall_sends: the engine sends nothing */
+	bool rnr_stuck;		/* fault/rnr_stuck: RNR NAK whatever is posted */
 	/* IB_QP_CREATE_IPOIB_UD_LSO: the engine's segment and header buffers */
 	bool lso;
 	struct softib_swqe *lso_seg;

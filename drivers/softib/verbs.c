@@ -706,9 +706,11 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			/*
 			 * back to a fresh QP: WRs are discarded, not
 			 * completed, and a stall (fault/stall_sends) ends, as
-			 * a reset recovers a hung queue on an HCA
+			 * a reset recovers a hung queue on an HCA; so does
+			 * a receiver stuck by fault/rnr_stuck
 			 */
 			WRITE_ONCE(qp->sends_stalled, false);
+			WRITE_ONCE(qp->rnr_stuck, false);
 			qp->sq.tail = qp->sq.head;
 			qp->rq.tail = qp->rq.head;
 			softib_wrids_clear(&qp->sq);
