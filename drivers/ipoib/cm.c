@@ -506,6 +506,13 @@ static int ipoib_cm_modify(struct ib_cm_id *id, struct ib_qp *qp,
 		attr.min_rnr_timer = IB_RNR_TIMER_001_28;
 		mask |= IB_QP_MIN_RNR_TIMER;
 	}
+	/*
+	 * Our own REP asks for 7 (for ever): never let a receiver that
+	 * posts nothing keep our sends, and the shared ring, for good
+	 */
+	if (state == IB_QPS_RTS && (mask & IB_QP_RNR_RETRY) &&
+	    attr.rnr_retry > IPOIB_CM_RNR_RETRY)
+		attr.rnr_retry = IPOIB_CM_RNR_RETRY;
 	return ib_modify_qp(qp, &attr, mask);
 }
 
@@ -568,7 +575,11 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	struct ib_cm_rep_param rep = {
 		.private_data = &data,
 		.private_data_len = sizeof(data),
-		.rnr_retry_count = 7,	/* an empty SRQ is no reason to die */
+		/*
+		 * an empty SRQ is no reason to die: the peer's limit decides
+		 * (ours, IPOIB_CM_RNR_RETRY, applies what we ask to it)
+		 */
+		.rnr_retry_count = 7,
 		.srq = !!priv->srq,
 	};
 	struct ipoib_cm_rx *rx;

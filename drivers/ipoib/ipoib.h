@@ -72,6 +72,19 @@ struct ipoib_header {
 #define IPOIB_CM_SERVICE_ID	0x1000000000000000ULL
 #define IPOIB_CM_TX_PER_PATH	8	/* active entries (QPNs) per GID */
 
+/*
+ * RNR retries of our RC QPs, whatever the peer's REP asked: 7 means "for
+ * ever" in IB, and a peer that accepts a connection but never posts a
+ * receive buffer would then keep our sends in flight for good, with the
+ * one send ring all destinations share. 6, the most patient finite count,
+ * still gives a receiver whose queue ran briefly empty six of its own RNR
+ * timers to refill it (ours ask 1.28 ms: about 8 ms; the CM's default,
+ * 655 ms, makes it about 4 s); after that the send fails with
+ * IB_WC_RNR_RETRY_EXC_ERR and UD carries the traffic for the connection's
+ * backoff.
+ */
+#define IPOIB_CM_RNR_RETRY	6
+
 /* send_queue_size and recv_queue_size go up to this (as in-tree) */
 #define IPOIB_MAX_QUEUE_SIZE	8192
 
