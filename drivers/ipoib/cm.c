@@ -1015,14 +1015,18 @@ void ipoib_cm_handle_wc(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 			  tx->qpn, ib_wc_status_msg(wc->status));
 		/*
 		 * A receiver out of buffers (we ask for no RNR retries, as
-		 * in-tree does): UD carries the traffic for the backoff
-		 * instead of a reconnect that would meet the same queue.
+		 * in-tree does, and make at most IPOIB_CM_RNR_RETRY): UD
+		 * carries the traffic for the backoff instead of a reconnect
+		 * that would meet the same queue.
 		 */
 		if (wc->status == IB_WC_RNR_RETRY_EXC_ERR)
 			WRITE_ONCE(priv->cm_rnr_fallbacks,
 				   priv->cm_rnr_fallbacks + 1);
 		ipoib_cm_tx_close(tx, wc->status == IB_WC_RNR_RETRY_EXC_ERR);
 	}
+	WRITE_ONCE(tx->last_done, jiffies);
+	/* its share stopped the queue: the send NAPI may wake it now */
+	priv->cm_tx_napi_last = tx;
 	/*
 	 * Last access to tx: once tail reaches head, ipoib_cm_tx_teardown()
 	 * may free it. Pairs with the acquire there.
@@ -1356,13 +1360,46 @@ static int ipoib_cm_tx_handler(struct ib_cm_id *id,
 }
 
 /*
+ * A connection reached its share of the send ring (tx lock held): stop
+ * the queue, as for a full ring, so that a busy healthy connection keeps
+ * its backpressure and loses nothing. Its next completion wakes the
+ * queue (send NAPI); if none comes within IPOIB_CM_TX_STALL the timer
+ * does, and ipoib_cm_send() then drops what is for this connection
+ * while everything else goes. A send after a wake that found the
+ * connection still at its share (the ring's own wake, at half) is sent
+ * and stops the queue again: its share is a bound within the ring's,
+ * exceeded by one send per wake for at most IPOIB_CM_TX_STALL.
+ */
+static void ipoib_cm_tx_at_share(struct ipoib_dev_priv *priv,
+				 struct ipoib_cm_tx *tx, unsigned int share)
+{
+	WRITE_ONCE(priv->cm_tx_capped, tx);
+	mod_timer(&priv->cm_tx_stall_timer, jiffies + IPOIB_CM_TX_STALL + 1);
+	netif_stop_queue(priv->dev);
+	/*
+	 * NAPI may have completed one of ours between our read of the tail
+	 * and the stop without seeing the connection capped. Pairs with the
+	 * barrier before NAPI's stopped test.
+	 */
+	smp_mb();
+	if (tx->head - READ_ONCE(tx->tail) < share) {
+		WRITE_ONCE(priv->cm_tx_capped, NULL);
+		if (priv->global_head - READ_ONCE(priv->global_tail) <
+		    priv->tx_size)
+			netif_start_queue(priv->dev);
+	}
+}
+
+/*
  * Post one packet on an established connection, with the tx lock held
  * and the connection kept by priv->lock or found through path->cm_fast.
  */
 static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 			  struct sk_buff *skb)
 {
+	unsigned int share = priv->tx_size / IPOIB_CM_TX_SHARE;
 	unsigned int i = tx->head & (priv->tx_size - 1);
+	unsigned int in_flight = tx->head - READ_ONCE(tx->tail);
 	struct ipoib_tx_buf *buf = &tx->ring[i];
 	struct ib_sge sge[IPOIB_MAX_TX_SGE];
 	struct ib_send_wr wr = {
@@ -1372,6 +1409,24 @@ static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 		.send_flags = IB_SEND_SIGNALED,
 	};
 	int ret;
+
+	if (!in_flight) {
+		/* the stall clock starts with the first send it must complete */
+		WRITE_ONCE(tx->last_done, jiffies);
+	} else if (unlikely(in_flight >= share) &&
+		   time_after(jiffies, READ_ONCE(tx->last_done) +
+			      IPOIB_CM_TX_STALL)) {
+		/*
+		 * Stuck at its share: dropped, so that the queue runs for the
+		 * other destinations until the peer takes something again or
+		 * the connection fails (RNR retries, IPOIB_CM_RNR_RETRY).
+		 */
+		WRITE_ONCE(priv->cm_tx_stalled_drops,
+			   priv->cm_tx_stalled_drops + 1);
+		DEV_STATS_INC(priv->dev, tx_dropped);
+		dev_kfree_skb_any(skb);
+		return;
+	}
 
 	skb_orphan(skb);
 	skb_dst_drop(skb);
@@ -1388,6 +1443,8 @@ static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 	tx->head++;
 	WRITE_ONCE(tx->last_used, jiffies);
 	ipoib_tx_sent(priv);
+	if (unlikely(tx->head - READ_ONCE(tx->tail) >= share))
+		ipoib_cm_tx_at_share(priv, tx, share);
 	return;
 
 err_drop:

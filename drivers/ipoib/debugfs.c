@@ -159,6 +159,8 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 		   READ_ONCE(priv->send_napi_max_polled));
 	seq_printf(m, "napi_poll_cap %d\n", priv->napi.weight);
 	seq_printf(m, "cm_rnr_fallbacks %llu\n", READ_ONCE(priv->cm_rnr_fallbacks));
+	seq_printf(m, "cm_tx_stalled_drops %llu\n",
+		   READ_ONCE(priv->cm_tx_stalled_drops));
 	seq_printf(m, "tx_timeouts %llu\n", READ_ONCE(priv->tx_timeouts));
 	spin_unlock_irq(&priv->lock);
 	return 0;

@@ -118,6 +118,7 @@ struct ipoib_counters {
 	u64 cm_path_evicted;
 	u64 cm_path_refused;
 	u64 cm_rnr_fallbacks;
+	u64 cm_tx_stalled_drops;
 	u64 srq_stranded;
 	u64 srq_reposted;
 	u64 tx_timeouts;
@@ -145,6 +146,7 @@ static const struct {
 	IPOIB_COUNTER(cm_path_evicted),
 	IPOIB_COUNTER(cm_path_refused),
 	IPOIB_COUNTER(cm_rnr_fallbacks),
+	IPOIB_COUNTER(cm_tx_stalled_drops),
 	IPOIB_COUNTER(srq_stranded),
 	IPOIB_COUNTER(srq_reposted),
 	IPOIB_COUNTER(tx_timeouts),
@@ -179,6 +181,7 @@ static void ipoib_read_counters(struct ipoib_dev_priv *priv,
 	c->cm_path_refused = priv->cm_path_refused;
 	spin_unlock_irq(&priv->lock);
 	c->cm_rnr_fallbacks = READ_ONCE(priv->cm_rnr_fallbacks);
+	c->cm_tx_stalled_drops = READ_ONCE(priv->cm_tx_stalled_drops);
 	c->srq_stranded = READ_ONCE(priv->srq_stranded);
 	c->srq_reposted = READ_ONCE(priv->srq_reposted);
 	c->tx_timeouts = READ_ONCE(priv->tx_timeouts);

@@ -32,6 +32,20 @@ static void ipoib_send_cq_event(struct ib_cq *cq, void *ctx)
 	napi_schedule(&priv->send_napi);
 }
 
+/*
+ * A connection at its share of the send ring stopped the queue and has
+ * completed nothing since (ipoib_cm_tx_at_share()): let the send NAPI
+ * wake the queue for the other destinations; what is for that connection
+ * is then dropped until it completes a send again.
+ */
+static void ipoib_cm_tx_stall_timer(struct timer_list *t)
+{
+	struct ipoib_dev_priv *priv = from_timer(priv, t, cm_tx_stall_timer);
+
+	WRITE_ONCE(priv->cm_tx_capped, NULL);
+	napi_schedule(&priv->send_napi);
+}
+
 int ipoib_transport_init(struct ipoib_dev_priv *priv)
 {
 	struct ib_qp_init_attr init = {
@@ -59,6 +73,7 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 		priv->lso = true;
 	}
 	priv->tx_size = ipoib_send_queue_size;
+	timer_setup(&priv->cm_tx_stall_timer, ipoib_cm_tx_stall_timer, 0);
 	/* a stopped queue wakes at half the ring: completions come before */
 	priv->tx_signal = min_t(unsigned int, IPOIB_TX_SIGNAL, priv->tx_size / 4);
 	priv->rx_size = ipoib_recv_queue_size;
@@ -724,6 +739,26 @@ static int ipoib_napi_poll(struct napi_struct *napi, int budget)
 }
 
 /*
+ * Whether the send NAPI may wake the stopped queue. A connection at its
+ * share of the ring stopped it: only a completion of that connection in
+ * this poll (or the stall timer, which clears cm_tx_capped) does, lest
+ * every wake let one more send to a stuck peer in. Otherwise the ring
+ * must be half empty: completions come before the next stop.
+ */
+static bool ipoib_tx_may_wake(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_cm_tx *capped = READ_ONCE(priv->cm_tx_capped);
+
+	if (capped) {
+		if (capped != priv->cm_tx_napi_last)
+			return false;
+		WRITE_ONCE(priv->cm_tx_capped, NULL);
+	}
+	return READ_ONCE(priv->global_head) - priv->global_tail <=
+	       priv->tx_size / 2;
+}
+
+/*
  * Sends, UD and CM, at most the budget per poll as well. Netpoll's
  * budget 0 still frees a batch.
  */
@@ -734,19 +769,21 @@ static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
 	struct net_device *dev = priv->dev;
 	int polled;
 
+	priv->cm_tx_napi_last = NULL;
 	polled = ipoib_poll_cq(priv, priv->send_cq, budget ?: 16,
 			       ipoib_handle_send_wc,
 			       &priv->send_napi_max_polled);
 	if (unlikely(!list_empty(&priv->ah_dead)))
 		ipoib_ah_reap(priv);
 
-	/* pairs with the barrier in ipoib_tx_sent(): tail, then stopped */
+	/*
+	 * pairs with the barriers in ipoib_tx_sent() and
+	 * ipoib_cm_tx_at_share(): tail, then stopped
+	 */
 	smp_mb();
-	if (netif_queue_stopped(dev) &&
-	    READ_ONCE(priv->global_head) - priv->global_tail <=
-	    priv->tx_size / 2) {
+	if (netif_queue_stopped(dev) && ipoib_tx_may_wake(priv)) {
 		netif_tx_lock(dev);
-		if (netif_queue_stopped(dev))
+		if (netif_queue_stopped(dev) && ipoib_tx_may_wake(priv))
 			netif_wake_queue(dev);
 		netif_tx_unlock(dev);
 	}
@@ -1073,6 +1110,7 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	priv->tx_tail = 0;
 	priv->global_head = 0;
 	priv->global_tail = 0;
+	priv->cm_tx_capped = NULL;
 	priv->rx_outstanding = 0;
 	ipoib_rx_layout(priv);
 	priv->transport_up = true;
@@ -1125,6 +1163,8 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	netif_tx_lock_bh(priv->dev);
 	ipoib_tx_flush(priv);
 	netif_tx_unlock_bh(priv->dev);
+	/* no transmit arms it again until the next transport_up() */
+	timer_delete_sync(&priv->cm_tx_stall_timer);
 
 	ipoib_modify_state(priv, IB_QPS_ERR, 0, &attr);
 	while (priv->rx_outstanding ||

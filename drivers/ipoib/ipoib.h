@@ -85,6 +85,17 @@ struct ipoib_header {
  */
 #define IPOIB_CM_RNR_RETRY	6
 
+/*
+ * One connection may have at most tx_size / IPOIB_CM_TX_SHARE sends in
+ * flight of the ring all destinations share (ipoib_cm_send()). At that
+ * share the queue stops until the connection completes one, as it
+ * stops for a full ring; a connection that completed nothing for
+ * IPOIB_CM_TX_STALL is stuck (an RNR-retrying or dead peer), so what is
+ * sent to it meanwhile is dropped and the others go on.
+ */
+#define IPOIB_CM_TX_SHARE	4
+#define IPOIB_CM_TX_STALL	(HZ / 10)
+
 /* send_queue_size and recv_queue_size go up to this (as in-tree) */
 #define IPOIB_MAX_QUEUE_SIZE	8192
 
@@ -214,6 +225,12 @@ struct ipoib_cm_tx {
 	struct ipoib_tx_buf *ring;
 	unsigned int head;		/* xmit, under priv->lock */
 	unsigned int tail;		/* NAPI */
+	/*
+	 * jiffies of the last completion (NAPI), or of the send that found
+	 * none in flight (xmit): the connection is stuck when at its share
+	 * of the ring this is IPOIB_CM_TX_STALL old
+	 */
+	unsigned long last_done;
 	struct sk_buff_head queue;	/* while connecting */
 	struct work_struct work;
 };
@@ -378,6 +395,16 @@ struct ipoib_dev_priv {
 	int napi_max_polled;		/* most completions in one poll */
 	int send_napi_max_polled;
 	u64 cm_rnr_fallbacks;		/* NAPI: RNR_RETRY_EXC, UD for a while */
+	/*
+	 * The connection whose share of the ring stopped the queue (tx lock;
+	 * NAPI and the timer clear it): while set, only its progress or
+	 * cm_tx_stall_timer wakes the queue. Compared, never dereferenced
+	 * outside xmit.
+	 */
+	struct ipoib_cm_tx *cm_tx_capped;
+	struct ipoib_cm_tx *cm_tx_napi_last;	/* send NAPI: this poll's */
+	struct timer_list cm_tx_stall_timer;
+	u64 cm_tx_stalled_drops;	/* xmit: to a stuck connection */
 	u64 tx_timeouts;		/* dev_watchdog: datapath restarted */
 	/* CQ moderation that ethtool -C set (rtnl): cq and send_cq */
 	u16 rx_coal_usecs;
