@@ -52,6 +52,12 @@ static int softib_mcast_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_mcast);
 
+static int softib_sa_mcg_show(struct seq_file *m, void *unused)
+{
+	return softib_sa_members_show(m, m->private);
+}
+DEFINE_SHOW_ATTRIBUTE(softib_sa_mcg);
+
 static int softib_stats_show(struct seq_file *m, void *unused)
 {
 	struct softib_dev *sdev = m->private;
@@ -370,6 +376,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_stats_fops);
 	debugfs_create_file("mcast", 0444, sdev->debugfs, sdev,
 			    &softib_mcast_fops);
+	debugfs_create_file("sa_members", 0444, sdev->debugfs, sdev,
+			    &softib_sa_mcg_fops);
 	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
 			    &softib_selftest_fops);
 	debugfs_create_file("bench", 0600, sdev->debugfs, sdev,

@@ -15,6 +15,7 @@
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #include <linux/moduleparam.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_sa.h>
@@ -655,6 +656,31 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
 		softib_sa_reply(sdev, pkt->sport, pkt->pkey, resp);
 	kfree(req);
+}
+
+/*
+ * debugfs sa_members: the SA's view of every group, one line a member:
+ * MLID, MGID, the member's port GID and its JoinState bits (0x1 full
+ * member, 0x2 non-member, 0x4 send-only non-member, 0x8 send-only full
+ * member); a group without members (the policy's) has one line with
+ * "-". What a real SM would program the switches from.
+ */
+int softib_sa_members_show(struct seq_file *m, struct softib_dev *sdev)
+{
+	struct softib_mcg_member *mem;
+	struct softib_mcg *g;
+
+	mutex_lock(&sdev->sa_lock);
+	list_for_each_entry(g, &sdev->mcgs, list) {
+		if (list_empty(&g->members))
+			seq_printf(m, "0x%04x %pI6 - -\n", g->mlid, g->mgid.raw);
+		list_for_each_entry(mem, &g->members, list)
+			seq_printf(m, "0x%04x %pI6 %pI6 0x%x\n", g->mlid,
+				   g->mgid.raw, mem->port_gid.raw,
+				   mem->join_state);
+	}
+	mutex_unlock(&sdev->sa_lock);
+	return 0;
 }
 
 /*

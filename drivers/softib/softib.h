@@ -78,6 +78,7 @@ struct softib_counters {
 };
 
 struct softib_dev;
+struct seq_file;
 struct ib_sa_mad;
 struct softib_qp;
 
@@ -485,6 +486,7 @@ static inline void softib_wrids_clear(struct softib_wq *wq)
 /* sa.c */
 extern unsigned int softib_sa_max_groups;
 void softib_sa_init(struct softib_dev *sdev);
+int softib_sa_members_show(struct seq_file *m, struct softib_dev *sdev);
 u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		      const struct ib_sa_mad *req, struct ib_sa_mad *resp);
 u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
