@@ -105,6 +105,8 @@ struct ipoib_counters {
 	u64 path_evictions;
 	u64 path_drops;
 	u64 full_groups;
+	u64 full_groups_over;
+	u64 full_groups_refused;
 	u64 sendonly_groups;
 	u64 sendonly_expired;
 	u64 sendonly_evictions;
@@ -133,6 +135,8 @@ static const struct {
 	IPOIB_COUNTER(path_evictions),
 	IPOIB_COUNTER(path_drops),
 	IPOIB_COUNTER(full_groups),
+	IPOIB_COUNTER(full_groups_over),
+	IPOIB_COUNTER(full_groups_refused),
 	IPOIB_COUNTER(sendonly_groups),
 	IPOIB_COUNTER(sendonly_expired),
 	IPOIB_COUNTER(sendonly_evictions),
@@ -166,7 +170,9 @@ static void ipoib_read_counters(struct ipoib_dev_priv *priv,
 	c->path_evictions = priv->path_evictions;
 	c->path_drops = priv->path_drops;
 	list_for_each_entry(mc, &priv->mcasts, list)
-		c->full_groups += !mc->sendonly;
+		c->full_groups += !mc->sendonly && mc != priv->broadcast;
+	c->full_groups_over = priv->full_over;
+	c->full_groups_refused = priv->full_refused;
 	c->sendonly_groups = priv->nsendonly;
 	c->sendonly_expired = priv->sendonly_expired;
 	c->sendonly_evictions = priv->sendonly_evictions;

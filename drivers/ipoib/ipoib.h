@@ -306,6 +306,7 @@ struct ipoib_mcast {
 	struct list_head list;
 	union ib_gid mgid;
 	bool sendonly;
+	bool join_sendonly;		/* what the join in flight asked for */
 	bool wanted;			/* in the netdev's multicast list */
 	bool expired;			/* send-only, idle: mcast_work leaves it */
 	unsigned long last_used;	/* jiffies; send-only groups expire */
@@ -464,6 +465,9 @@ struct ipoib_dev_priv {
 	u64 sendonly_expired;		/* left after 2 collector periods idle */
 	u64 sendonly_evictions;		/* left to make room for a new one */
 	u64 sendonly_drops;		/* packets for a new group at the bound */
+	/* full-member groups: bounded by max_full_groups */
+	unsigned int full_over;		/* wanted beyond it at the last sync */
+	u64 full_refused;		/* groups refused at a sync, in all */
 	enum ipoib_carrier_reason reason;
 	int reason_status;
 
@@ -613,6 +617,7 @@ void ipoib_mcast_work(struct work_struct *work);
 void ipoib_rx_mode_work(struct work_struct *work);
 void ipoib_mcast_expire(struct ipoib_dev_priv *priv, unsigned long idle);
 extern unsigned int ipoib_max_sendonly;
+extern unsigned int ipoib_max_full_groups;
 
 static inline struct ipoib_dev_priv *ipoib_priv(const struct net_device *dev)
 {

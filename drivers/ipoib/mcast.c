@@ -11,6 +11,14 @@
  * datagram to any group address), so they are bounded (max_sendonly) and
  * left once nobody sent to them for two path-collector periods.
  *
+ * Full-member groups are created by whoever joins (any user can open
+ * sockets and join groups on any interface), and each takes a group, an
+ * MLID, of the subnet's: about 16K on an OpenSM fabric, shared by every
+ * host. So they are bounded too (max_full_groups per interface): groups
+ * already joined keep their membership, and a group joined beyond the
+ * bound is not joined at the SA (its socket receives nothing from the
+ * fabric), counted and logged, until groups are left.
+ *
  * Every join and leave runs in mcast_work (process context): the SA
  * callbacks only record results, and ib_sa_free_multicast(), which waits
  * for a callback, is never called from one.
@@ -22,35 +30,40 @@
 
 #include "ipoib.h"
 
-#define IPOIB_MAX_SENDONLY_MAX	65536
+#define IPOIB_MAX_GROUPS_MAX	65536
 
 unsigned int ipoib_max_sendonly = 1024;
+unsigned int ipoib_max_full_groups = 512;
 
 /* insmod and sysfs writes alike: a value out of range is refused */
-static int ipoib_max_sendonly_set(const char *val,
-				  const struct kernel_param *kp)
+static int ipoib_max_groups_set(const char *val,
+				const struct kernel_param *kp)
 {
 	unsigned int v;
 	int ret;
 
 	ret = kstrtouint(val, 0, &v);
-	if (ret || !v || v > IPOIB_MAX_SENDONLY_MAX) {
-		pr_warn("ib_ipoib: max_sendonly refused: give a number in 1..%u\n",
-			IPOIB_MAX_SENDONLY_MAX);
+	if (ret || !v || v > IPOIB_MAX_GROUPS_MAX) {
+		pr_warn("ib_ipoib: %s refused: give a number in 1..%u\n",
+			kp->name, IPOIB_MAX_GROUPS_MAX);
 		return -EINVAL;
 	}
 	WRITE_ONCE(*(unsigned int *)kp->arg, v);
 	return 0;
 }
 
-static const struct kernel_param_ops ipoib_max_sendonly_ops = {
-	.set = ipoib_max_sendonly_set,
+static const struct kernel_param_ops ipoib_max_groups_ops = {
+	.set = ipoib_max_groups_set,
 	.get = param_get_uint,
 };
-module_param_cb(max_sendonly, &ipoib_max_sendonly_ops, &ipoib_max_sendonly,
+module_param_cb(max_sendonly, &ipoib_max_groups_ops, &ipoib_max_sendonly,
 		0644);
 MODULE_PARM_DESC(max_sendonly,
 		 "Most send-only multicast groups per interface (1-65536, default 1024)");
+module_param_cb(max_full_groups, &ipoib_max_groups_ops,
+		&ipoib_max_full_groups, 0644);
+MODULE_PARM_DESC(max_full_groups,
+		 "Most multicast groups joined as full member per interface, the broadcast group aside (1-65536, default 512)");
 
 static unsigned int ipoib_sendonly_limit(void)
 {
@@ -127,7 +140,8 @@ static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
 	rdma_destroy_ah_attr(&attr);
 	if (!ah)
 		return -ENOMEM;
-	if (!m->sendonly) {
+	/* what this join asked for; m->sendonly may have changed since */
+	if (!m->join_sendonly) {
 		ret = ib_attach_mcast(priv->qp, &m->mgid, be16_to_cpu(rec->mlid));
 		if (ret) {
 			ipoib_ah_put(ah);
@@ -164,6 +178,20 @@ static int ipoib_mcast_join_done(int status, struct ib_sa_multicast *mc)
 	__skb_queue_head_init(&queue);
 	spin_lock_irqsave(&priv->lock, flags);
 	joined = !status;
+	if (joined && m->join_sendonly != m->sendonly) {
+		/*
+		 * The group became a full member's (rx_mode_work) while its
+		 * send-only join was in flight: the SA has us as send-only,
+		 * and a full member must be joined as one. mcast_work leaves
+		 * and joins again; what waits for the group keeps waiting.
+		 */
+		m->state = IPOIB_MCAST_IDLE;
+		ipoib_mcast_kick(priv, 0);
+		spin_unlock_irqrestore(&priv->lock, flags);
+		ipoib_dbg(priv, "%pI6c: send-only join done after it was wanted as full member: joining again\n",
+			  m->mgid.raw);
+		return 0;
+	}
 	if (joined) {
 		m->state = IPOIB_MCAST_JOINED;
 		m->backoff = 1;
@@ -204,8 +232,6 @@ static void ipoib_mcast_join(struct ipoib_dev_priv *priv, struct ipoib_mcast *m)
 		.mgid = m->mgid,
 		.port_gid = priv->local_gid,
 		.pkey = cpu_to_be16(priv->pkey),
-		.join_state = m->sendonly ? IPOIB_JOIN_SENDONLY_FULL :
-					    IPOIB_JOIN_FULL,
 	};
 	ib_sa_comp_mask comp = IB_SA_MCMEMBER_REC_MGID |
 			       IB_SA_MCMEMBER_REC_PORT_GID |
@@ -213,6 +239,13 @@ static void ipoib_mcast_join(struct ipoib_dev_priv *priv, struct ipoib_mcast *m)
 			       IB_SA_MCMEMBER_REC_JOIN_STATE;
 	struct ib_sa_multicast *mc;
 	unsigned long flags;
+
+	/* rx_mode_work may make it a full member's while this join runs */
+	spin_lock_irqsave(&priv->lock, flags);
+	m->join_sendonly = m->sendonly;
+	spin_unlock_irqrestore(&priv->lock, flags);
+	rec.join_state = m->join_sendonly ? IPOIB_JOIN_SENDONLY_FULL :
+					    IPOIB_JOIN_FULL;
 
 	if (m != priv->broadcast) {
 		/* create the group like the broadcast group if it is new */
@@ -335,6 +368,72 @@ void ipoib_mcast_work(struct work_struct *work)
 	}
 }
 
+/*
+ * Make our full-member groups the "n" MGIDs of the interface's multicast
+ * list, within max_full_groups (priv->lock held): first the groups we
+ * are a full member of keep their membership, then the others (new, or
+ * send-only so far) get one while the bound allows, in the list's order.
+ * "foreign" (umcast) marks groups another consumer of the port joined.
+ */
+static void ipoib_mcast_sync(struct ipoib_dev_priv *priv,
+			     const union ib_gid *mgids, unsigned int n,
+			     const unsigned long *foreign)
+{
+	unsigned int limit = READ_ONCE(ipoib_max_full_groups);
+	unsigned int i, full = 0, over = 0;
+	struct ipoib_mcast *m;
+
+	lockdep_assert_held(&priv->lock);
+	list_for_each_entry(m, &priv->mcasts, list)
+		if (m != priv->broadcast)
+			m->wanted = false;
+	for (i = 0; i < n; i++) {
+		m = ipoib_mcast_find(priv, &mgids[i]);
+		if (m && !m->sendonly && !m->wanted) {
+			m->wanted = true;
+			if (m != priv->broadcast)
+				full++;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		m = ipoib_mcast_find(priv, &mgids[i]);
+		if (m && !m->sendonly)
+			continue;
+		if (foreign && test_bit(i, foreign)) {
+			ipoib_dbg(priv, "umcast: %pI6 was joined by another consumer: not joining it\n",
+				  mgids[i].raw);
+			continue;
+		}
+		if (full >= limit) {
+			over++;
+			continue;
+		}
+		full++;
+		if (!m) {
+			if (!ipoib_mcast_new(priv, &mgids[i], false, GFP_ATOMIC))
+				full--;
+			continue;
+		}
+		/* now we want to receive too: a full join */
+		m->wanted = true;
+		m->sendonly = false;
+		m->expired = false;
+		priv->nsendonly--;
+		/* a send-only join in flight finds out when it is done */
+		if (m->state != IPOIB_MCAST_JOINING)
+			m->state = IPOIB_MCAST_IDLE;
+	}
+	/* more wanted than last time: those are refused now */
+	if (over > priv->full_over) {
+		priv->full_refused += over - priv->full_over;
+		if (net_ratelimit())
+			netdev_warn(priv->dev, "%u multicast groups beyond max_full_groups=%u are not joined and receive nothing: raise ib_ipoib's max_full_groups or leave groups\n",
+				    over, limit);
+	}
+	priv->full_over = over;
+	ipoib_mcast_kick(priv, 0);
+}
+
 /* Sync our full-member groups with the interface's multicast list. */
 void ipoib_rx_mode_work(struct work_struct *work)
 {
@@ -346,7 +445,6 @@ void ipoib_rx_mode_work(struct work_struct *work)
 	unsigned long *foreign = NULL;
 	union ib_gid *mgids;
 	unsigned int n = 0, i;
-	struct ipoib_mcast *m;
 	unsigned long flags;
 
 	netif_addr_lock_bh(dev);
@@ -376,33 +474,8 @@ void ipoib_rx_mode_work(struct work_struct *work)
 	}
 
 	spin_lock_irqsave(&priv->lock, flags);
-	if (priv->mcast_running) {
-		list_for_each_entry(m, &priv->mcasts, list)
-			if (m != priv->broadcast)
-				m->wanted = false;
-		for (i = 0; i < n; i++) {
-			m = ipoib_mcast_find(priv, &mgids[i]);
-			if ((!m || m->sendonly) && foreign &&
-			    test_bit(i, foreign)) {
-				ipoib_dbg(priv, "umcast: %pI6 was joined by another consumer: not joining it\n",
-					  mgids[i].raw);
-				continue;
-			}
-			if (!m) {
-				ipoib_mcast_new(priv, &mgids[i], false, GFP_ATOMIC);
-				continue;
-			}
-			m->wanted = true;
-			if (m->sendonly) {
-				/* now we want to receive too: a full join */
-				m->sendonly = false;
-				m->expired = false;
-				priv->nsendonly--;
-				m->state = IPOIB_MCAST_IDLE;
-			}
-		}
-		ipoib_mcast_kick(priv, 0);
-	}
+	if (priv->mcast_running)
+		ipoib_mcast_sync(priv, mgids, n, foreign);
 	spin_unlock_irqrestore(&priv->lock, flags);
 	bitmap_free(foreign);
 	kfree(mgids);
