@@ -1147,6 +1147,7 @@ static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
 		 * and the stats, which only send_napi writes.
 		 */
 		local_bh_disable();
+		priv->send_napi_budget = 1;
 		for (i = 0; i < priv->tx_size; i++)
 			if (tx->ring[i].skb)
 				ipoib_tx_done(priv, &tx->ring[i],

@@ -610,7 +610,7 @@ void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 	} else if (status != IB_WC_WR_FLUSH_ERR) {
 		DEV_STATS_INC(dev, tx_errors);
 	}
-	napi_consume_skb(buf->skb, 1);
+	napi_consume_skb(buf->skb, priv->send_napi_budget);
 	buf->skb = NULL;
 	/* pairs with the acquire in ipoib_tx_sent(): one more free slot */
 	smp_store_release(&priv->global_tail, priv->global_tail + 1);
@@ -760,7 +760,7 @@ static bool ipoib_tx_may_wake(struct ipoib_dev_priv *priv)
 
 /*
  * Sends, UD and CM, at most the budget per poll as well. Netpoll's
- * budget 0 still frees a batch.
+ * budget 0 still frees a batch, through dev_consume_skb_any().
  */
 static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
 {
@@ -770,6 +770,7 @@ static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
 	int polled;
 
 	priv->cm_tx_napi_last = NULL;
+	priv->send_napi_budget = budget;
 	polled = ipoib_poll_cq(priv, priv->send_cq, budget ?: 16,
 			       ipoib_handle_send_wc,
 			       &priv->send_napi_max_polled);

@@ -395,6 +395,12 @@ struct ipoib_dev_priv {
 	unsigned int global_tail;	/* NAPI */
 	int napi_max_polled;		/* most completions in one poll */
 	int send_napi_max_polled;
+	/*
+	 * The send NAPI's budget in this poll: 0 when netpoll calls it,
+	 * possibly with hard interrupts off, where a freed packet must not
+	 * go to the per-CPU NAPI skb cache
+	 */
+	int send_napi_budget;
 	u64 cm_rnr_fallbacks;		/* NAPI: RNR_RETRY_EXC, UD for a while */
 	/*
 	 * The connection whose share of the ring stopped the queue (tx lock;
