@@ -840,6 +840,13 @@ void ipoib_tx_flush(struct ipoib_dev_priv *priv)
 		return;
 	priv->tx_chained = 0;
 	priv->tx_chain[n - 1].wr.wr.next = NULL;
+	/*
+	 * A chain posted because the burst ended another way (a packet
+	 * over a connection, or dropped) ends unsignalled: signal it, or
+	 * its sends, their packets and address handles, stay unretired
+	 * until the next datagram, which on an idle link may never come.
+	 */
+	priv->tx_chain[n - 1].wr.wr.send_flags |= IB_SEND_SIGNALED;
 	if (likely(!ib_post_send(priv->qp, &priv->tx_chain[0].wr.wr, &bad)))
 		return;
 	first = bad ? bad->wr_id : priv->tx_head - n;
