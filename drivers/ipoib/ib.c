@@ -908,6 +908,18 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		 * into gso_size pieces behind copies of these headers.
 		 */
 		hlen = skb_tcp_all_headers(skb);
+		/*
+		 * A packet segmented for connected mode's MTU may still sit
+		 * in the qdisc when the interface went back to datagram
+		 * mode: its segments would not fit a UD datagram. TCP sends
+		 * it again with the new MSS.
+		 */
+		if (unlikely(hlen + skb_shinfo(skb)->gso_size >
+			     priv->max_ib_mtu)) {
+			DEV_STATS_INC(dev, tx_dropped);
+			dev_kfree_skb_any(skb);
+			return -EMSGSIZE;
+		}
 		wr->hlen = hlen;
 		wr->mss = skb_shinfo(skb)->gso_size;
 		wr->wr.opcode = IB_WR_LSO;
