@@ -183,7 +183,14 @@ static ssize_t create_child_store(struct device *d,
 	/* unlike in-tree, the child lives where its parent lives */
 	dev_net_set(dev, dev_net(pdev));
 	ret = ipoib_child_create(parent, dev, pkey, true, NULL);
-	if (ret && dev->reg_state == NETREG_UNINITIALIZED)
+	/*
+	 * As rtnetlink does after a failed newlink: never registered, it
+	 * is freed now; failed part way (a NETDEV_REGISTER notifier said
+	 * no, and register_netdevice() unregistered it), free_netdev()
+	 * leaves it to netdev_run_todo() at rtnl_unlock(); after a failed
+	 * upper link it is already due to be freed there.
+	 */
+	if (ret)
 		free_netdev(dev);
 out_unlock:
 	rtnl_unlock();
