@@ -292,7 +292,8 @@ static void softib_mcg_fill(const struct softib_mcg *g,
 	r[MC_SCOPE_JOIN] = ((g->mgid.raw[1] & 0xf) << 4) | (join_state & 0xf);
 }
 
-static u16 softib_sa_mcmember(struct softib_dev *sdev, u8 method,
+static u16 softib_sa_mcmember(struct softib_dev *sdev,
+			      struct softib_port *sport, u8 method,
 			      const struct ib_sa_mad *req,
 			      struct ib_sa_mad *resp)
 {
@@ -326,8 +327,13 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev, u8 method,
 	if (!(comp & IB_SA_MCMEMBER_REC_PORT_GID) ||
 	    !(comp & IB_SA_MCMEMBER_REC_JOIN_STATE))
 		return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
+	/*
+	 * A port joins and leaves for itself: a record naming another
+	 * port's GID is a proxy join, which the SM only takes from a
+	 * trusted requester (OpenSM checks the SA key); ib_core's never is.
+	 */
 	port = softib_gid_to_port(sdev, &port_gid);
-	if (!port || !join || mgid.raw[0] != 0xff)
+	if (!port || port != sport || !join || mgid.raw[0] != 0xff)
 		return SOFTIB_SA_ERR_REQ_INVALID;
 
 	if (method == IB_SA_METHOD_DELETE) {
@@ -468,7 +474,7 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		    method != IB_SA_METHOD_DELETE)
 			goto unsupported;
 		mutex_lock(&sdev->sa_lock);
-		status = softib_sa_mcmember(sdev, method, req, resp);
+		status = softib_sa_mcmember(sdev, sport, method, req, resp);
 		mutex_unlock(&sdev->sa_lock);
 		break;
 	default:
@@ -487,12 +493,13 @@ out_reply:
 }
 
 /*
- * Build an MCMemberRecord request (Set = join, Delete = leave) as IPoIB
- * sends one, for the self tests; returns the MLID of the answer or 0.
+ * Build an MCMemberRecord request (Set = join, Delete = leave) for
+ * "member"'s GID as IPoIB sends one, from "port", for the self tests;
+ * returns the MLID of the answer or 0.
  */
 u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
-			   u8 method, const union ib_gid *mgid, u8 join,
-			   u16 *status)
+			   struct softib_port *member, u8 method,
+			   const union ib_gid *mgid, u8 join, u16 *status)
 {
 	struct ib_sa_mad *req, *resp;
 	union ib_gid port_gid;
@@ -514,7 +521,7 @@ u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 				IB_SA_MCMEMBER_REC_PORT_GID |
 				IB_SA_MCMEMBER_REC_JOIN_STATE | MC_CREATE_COMP;
 	port_gid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
-	port_gid.global.interface_id = softib_port_guid(port->num);
+	port_gid.global.interface_id = softib_port_guid(member->num);
 	q = req->data;
 	memcpy(q + MC_MGID, mgid, sizeof(*mgid));
 	memcpy(q + MC_PORT_GID, &port_gid, sizeof(port_gid));

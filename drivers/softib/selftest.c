@@ -762,6 +762,7 @@ out:
 }
 
 #define SOFTIB_ST_SA_NO_RESOURCES	0x0100
+#define SOFTIB_ST_SA_REQ_INVALID	0x0200
 
 static void softib_st_mgid(union ib_gid *mgid, u32 i)
 {
@@ -771,16 +772,24 @@ static void softib_st_mgid(union ib_gid *mgid, u32 i)
 		0xef, (u8)(i >> 16), (u8)(i >> 8), (u8)i } };
 }
 
-static int softib_st_sa_join(struct softib_dev *sdev, u32 port, u8 method,
-			     u32 i, u16 *mlid)
+/* port "from" joins or leaves group "i" for port "member" */
+static int softib_st_sa_req(struct softib_dev *sdev, u32 from, u32 member,
+			    u8 method, u32 i, u16 *mlid)
 {
 	union ib_gid mgid;
 	u16 status;
 
 	softib_st_mgid(&mgid, i);
-	*mlid = softib_sa_mcmember_req(sdev, softib_port(sdev, port), method,
+	*mlid = softib_sa_mcmember_req(sdev, softib_port(sdev, from),
+				       softib_port(sdev, member), method,
 				       &mgid, 1, &status);
 	return status;
+}
+
+static int softib_st_sa_join(struct softib_dev *sdev, u32 port, u8 method,
+			     u32 i, u16 *mlid)
+{
+	return softib_st_sa_req(sdev, port, port, method, i, mlid);
 }
 
 static int softib_st_sa_cap(struct softib_dev *sdev)
@@ -839,6 +848,27 @@ static int softib_st_sa_cap(struct softib_dev *sdev)
 			goto out;
 		}
 		softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE, n, &mlid);
+	}
+	if (sdev->nports > 1) {
+		/* a port joins and leaves for itself only */
+		st = softib_st_sa_req(sdev, 2, 1, IB_MGMT_METHOD_SET, 0, &mlid);
+		if (st != SOFTIB_ST_SA_REQ_INVALID) {
+			pr_err("selftest sa_cap: port 2 joined for port 1: status 0x%04x, expected 0x%04x\n",
+			       st, SOFTIB_ST_SA_REQ_INVALID);
+			if (!st)
+				softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE,
+						  0, &mlid);
+			goto out;
+		}
+		softib_st_sa_join(sdev, 1, IB_MGMT_METHOD_SET, 0, &mlid);
+		st = softib_st_sa_req(sdev, 2, 1, IB_SA_METHOD_DELETE, 0,
+				      &mlid);
+		softib_st_sa_join(sdev, 1, IB_SA_METHOD_DELETE, 0, &mlid);
+		if (st != SOFTIB_ST_SA_REQ_INVALID) {
+			pr_err("selftest sa_cap: port 2 left for port 1: status 0x%04x, expected 0x%04x\n",
+			       st, SOFTIB_ST_SA_REQ_INVALID);
+			goto out;
+		}
 	}
 	ret = 0;
 out:

@@ -490,8 +490,8 @@ int softib_sa_members_show(struct seq_file *m, struct softib_dev *sdev);
 u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		      const struct ib_sa_mad *req, struct ib_sa_mad *resp);
 u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
-			   u8 method, const union ib_gid *mgid, u8 join,
-			   u16 *status);
+			   struct softib_port *member, u8 method,
+			   const union ib_gid *mgid, u8 join, u16 *status);
 void softib_sa_cleanup(struct softib_dev *sdev);
 void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
