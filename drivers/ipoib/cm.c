@@ -266,8 +266,10 @@ int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
 
 void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 {
-	/* ipoib_cm_stop() reaped them; their QPs would pin the CQ */
+	/* ipoib_release() reaped them; their QPs would pin the CQ */
 	WARN_ON_ONCE(!list_empty(&priv->cm_tx_dead));
+	WARN_ON_ONCE(!list_empty(&priv->cm_tx_free));
+	WARN_ON_ONCE(!list_empty(&priv->cm_dead));
 	if (priv->srq) {
 		ib_destroy_srq(priv->srq);
 		priv->srq = NULL;
@@ -428,11 +430,17 @@ static void ipoib_cm_reap_work(struct work_struct *work)
 	struct ipoib_cm_rx *rx, *tmp;
 	LIST_HEAD(dead);
 
-	/* stop and the stale scan hold the mutex while they use an rx */
-	mutex_lock(&priv->cm_mutex);
 	spin_lock_irq(&priv->lock);
 	list_splice_init(&priv->cm_dead, &dead);
 	spin_unlock_irq(&priv->lock);
+	/*
+	 * Stop, the stale scan and admission hold the mutex while they use
+	 * an rx they found on cm_passive: once we have held it, none uses
+	 * ours (they left cm_passive before). Not held while destroying,
+	 * which may take a grace period per QP: a REQ needs the mutex.
+	 */
+	mutex_lock(&priv->cm_mutex);
+	mutex_unlock(&priv->cm_mutex);
 
 	list_for_each_entry_safe(rx, tmp, &dead, node) {
 		/* sends DREQ (or REJ) to the peer if it still thinks we are up */
@@ -446,7 +454,6 @@ static void ipoib_cm_reap_work(struct work_struct *work)
 		spin_unlock_irq(&priv->lock);
 		kfree(rx);
 	}
-	mutex_unlock(&priv->cm_mutex);
 }
 
 /* Connections idle for long (or broken) are closed; peers reconnect. */
@@ -739,8 +746,21 @@ int ipoib_cm_start(struct ipoib_dev_priv *priv)
 }
 
 /*
- * Interface down: no new connections, every passive one to ERR, and wait
- * (NAPI still runs) until each is drained and destroyed.
+ * Interface down (rtnl held): no new connections, and every connection
+ * stopped, but not destroyed, before ipoib_transport_down() turns NAPI
+ * off. What needs NAPI happens here, for all connections at once and
+ * with one deadline: the active ones' sends are flushed
+ * (ipoib_cm_tx_reap_work()), the passive ones go to ERR together and
+ * drain (their receives flushed, or with an SRQ LAST_WQE_REACHED and
+ * the drain WR) until every one is DEAD. Destroying the QPs and CM IDs,
+ * which costs a grace period per QP on some HCAs, is left to the reap
+ * work items, without rtnl (200 connections held it for 4 s on softib,
+ * destroyed one by one). A DEAD or quiesced connection has no
+ * completion left to come, so NAPI may be off or running again (a
+ * following up) while it is destroyed; its QP and CM ID hold the CQs
+ * and the device until then, and ipoib_release() flushes those works
+ * before the transport goes (a mode change only queues them, module
+ * unload releases every interface first).
  */
 void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 {
@@ -749,8 +769,7 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 	bool busy;
 
 	ASSERT_RTNL();
-	/* the connections of the paths ipoib_halt() just flushed */
-	flush_work(&priv->cm_tx_reap_work);
+	/* no REQ after this: the passive lists only shrink */
 	if (priv->cm_listen) {
 		ib_destroy_cm_id(priv->cm_listen);
 		priv->cm_listen = NULL;
@@ -776,13 +795,17 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 	}
 	mutex_unlock(&priv->cm_mutex);
 
+	/*
+	 * The connections of the paths ipoib_halt() just flushed: to ERR
+	 * and flushed while the passive ones drain
+	 */
+	flush_work(&priv->cm_tx_reap_work);
+
 	for (;;) {
-		flush_work(&priv->cm_reap_work);
 		spin_lock_irq(&priv->lock);
 		busy = !list_empty(&priv->cm_passive) ||
 		       !list_empty(&priv->cm_flush) ||
-		       !list_empty(&priv->cm_drain) ||
-		       !list_empty(&priv->cm_dead);
+		       !list_empty(&priv->cm_drain);
 		if (busy && time_after(jiffies, deadline)) {
 			netdev_warn(priv->dev, "connections not drained after 5s: destroying them\n");
 			/* DEAD: a late LAST_WQE must not move them off cm_dead */
@@ -797,6 +820,11 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 			list_splice_init(&priv->cm_drain, &priv->cm_dead);
 			priv->cm_draining = false;
 			spin_unlock_irq(&priv->lock);
+			/*
+			 * Completions of these may still come: destroyed now,
+			 * while NAPI runs, the QPs' completions are purged
+			 * before ipoib_transport_down() polls the CQ itself
+			 */
 			ipoib_cm_reap_work(&priv->cm_reap_work);
 			break;
 		}
@@ -1091,76 +1119,122 @@ static void ipoib_cm_tx_event(struct ib_event *ev, void *ctx)
 static int ipoib_cm_tx_handler(struct ib_cm_id *id,
 			       const struct ib_cm_event *ev);
 
-/* Release what one connection attempt created (process context). */
-static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
+/*
+ * A teardown in two steps. The first, with NAPI running, brings the QP
+ * to ERR and waits until send NAPI has taken back every send, which the
+ * shared ring and global_tail account for (ipoib_transport_up() resets
+ * them): ipoib_cm_tx_to_err(), ipoib_cm_tx_flushed(). After it no
+ * completion will name the QP (its receive queue is empty), so the
+ * second, ipoib_cm_tx_release(), needs neither NAPI nor rtnl: it
+ * destroys the CM ID (no more CM events; DREQ or REJ goes to the peer),
+ * then the QP. ipoib_cm_tx_reap_work() does the first for all the
+ * connections that go together, with one deadline, and leaves the
+ * second to cm_tx_free_work.
+ */
+static void ipoib_cm_tx_to_err(struct ipoib_cm_tx *tx)
 {
-	struct ipoib_dev_priv *priv = tx->priv;
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-	unsigned long deadline = jiffies + 5 * HZ;
-	bool timed_out = false;
-	unsigned int i;
 
-	/*
-	 * A transmit that found the connection up before it was unpublished
-	 * (ipoib_cm_xmit_fast()) posts under the tx lock: once we have held
-	 * it, none is left, and none can start.
-	 */
-	netif_tx_lock_bh(priv->dev);
-	netif_tx_unlock_bh(priv->dev);
+	if (tx->qp)
+		ib_modify_qp(tx->qp, &attr, IB_QP_STATE);
+}
 
-	/* first: no more CM events (DREQ or REJ goes to the peer) */
+static bool ipoib_cm_tx_flushed(struct ipoib_cm_tx *tx)
+{
+	/* pairs with the release in ipoib_cm_handle_wc() */
+	return !tx->qp || smp_load_acquire(&tx->tail) == READ_ONCE(tx->head);
+}
+
+static void ipoib_cm_tx_release(struct ipoib_cm_tx *tx)
+{
 	if (tx->id) {
 		ib_destroy_cm_id(tx->id);
 		tx->id = NULL;
 	}
 	if (tx->qp) {
-		ib_modify_qp(tx->qp, &attr, IB_QP_STATE);
-		/* send_napi reaps the flushed sends; then no CQE names the QP */
-		while (smp_load_acquire(&tx->tail) != READ_ONCE(tx->head)) {
-			if (time_after(jiffies, deadline)) {
-				netdev_warn(priv->dev, "%u sends to QPN 0x%06x not flushed after 5s\n",
-					    tx->head - tx->tail, tx->qpn);
-				timed_out = true;
-				break;
-			}
-			usleep_range(1000, 2000);
-		}
-		/*
-		 * After a timeout NAPI goes off before the QP goes: a poll
-		 * in progress may hold a completion of this QP that it took
-		 * before the destroy purged the rest, and it reads
-		 * wc->qp->qp_context. Teardown always runs before
-		 * ipoib_transport_down() (ipoib_halt() flushes the paths
-		 * first), so NAPI is enabled here.
-		 */
-		if (timed_out)
-			napi_disable(&priv->send_napi);
 		ib_destroy_qp(tx->qp);
 		tx->qp = NULL;
-	}
-	if (timed_out) {
-		/*
-		 * Sends the timeout left: the QP is gone and so are their
-		 * completions (the HCA purges them), so free them here, in
-		 * softirq context as NAPI does (napi_consume_skb), with
-		 * send_napi still off: ipoib_tx_done() counts global_tail
-		 * and the stats, which only send_napi writes.
-		 */
-		local_bh_disable();
-		priv->send_napi_budget = 1;
-		for (i = 0; i < priv->tx_size; i++)
-			if (tx->ring[i].skb)
-				ipoib_tx_done(priv, &tx->ring[i],
-					      IB_WC_WR_FLUSH_ERR);
-		napi_enable(&priv->send_napi);
-		/* an event that came while it was off scheduled nothing */
-		napi_schedule(&priv->send_napi);
-		local_bh_enable();
 	}
 	kvfree(tx->ring);
 	tx->ring = NULL;
 	tx->head = 0;
 	tx->tail = 0;
+}
+
+/*
+ * The sends of tx did not come back within the deadline (a QP that
+ * completes nothing, not even flushed WRs). NAPI goes off before the QP
+ * goes: a poll in progress may hold a completion of this QP that it
+ * took before the destroy purged the rest, and it reads
+ * wc->qp->qp_context. Teardowns run before ipoib_transport_down()
+ * (ipoib_halt() flushes the paths and ipoib_cm_stop() waits for them),
+ * so NAPI is enabled here.
+ */
+static void ipoib_cm_tx_abandon(struct ipoib_cm_tx *tx)
+{
+	struct ipoib_dev_priv *priv = tx->priv;
+	unsigned int i;
+
+	netdev_warn(priv->dev, "%u sends to QPN 0x%06x not flushed after 5s\n",
+		    tx->head - tx->tail, tx->qpn);
+	napi_disable(&priv->send_napi);
+	if (tx->id) {
+		ib_destroy_cm_id(tx->id);
+		tx->id = NULL;
+	}
+	ib_destroy_qp(tx->qp);
+	tx->qp = NULL;
+	/*
+	 * Sends the timeout left: the QP is gone and so are their
+	 * completions (the HCA purges them), so free them here, in softirq
+	 * context as NAPI does (napi_consume_skb), with send_napi still
+	 * off: ipoib_tx_done() counts global_tail and the stats, which only
+	 * send_napi writes.
+	 */
+	local_bh_disable();
+	priv->send_napi_budget = 1;
+	for (i = 0; i < priv->tx_size; i++)
+		if (tx->ring[i].skb)
+			ipoib_tx_done(priv, &tx->ring[i], IB_WC_WR_FLUSH_ERR);
+	napi_enable(&priv->send_napi);
+	/* an event that came while it was off scheduled nothing */
+	napi_schedule(&priv->send_napi);
+	local_bh_enable();
+	tx->head = 0;
+	tx->tail = 0;
+}
+
+/*
+ * A transmit that found a connection up before it was unpublished
+ * (ipoib_cm_xmit_fast()) posts under the tx lock: once we have held it,
+ * none is left, and none can start.
+ */
+static void ipoib_cm_tx_sync_xmit(struct ipoib_dev_priv *priv)
+{
+	netif_tx_lock_bh(priv->dev);
+	netif_tx_unlock_bh(priv->dev);
+}
+
+/* Release what one connection attempt created (tx work, process context). */
+static void ipoib_cm_tx_teardown(struct ipoib_cm_tx *tx)
+{
+	unsigned long deadline = jiffies + 5 * HZ;
+
+	ipoib_cm_tx_sync_xmit(tx->priv);
+	/* no more CM events first: the REP handler moves the QP */
+	if (tx->id) {
+		ib_destroy_cm_id(tx->id);
+		tx->id = NULL;
+	}
+	ipoib_cm_tx_to_err(tx);
+	while (!ipoib_cm_tx_flushed(tx)) {
+		if (time_after(jiffies, deadline)) {
+			ipoib_cm_tx_abandon(tx);
+			break;
+		}
+		usleep_range(1000, 2000);
+	}
+	ipoib_cm_tx_release(tx);
 }
 
 /* Create the QP and send the REQ (tx work; may sleep). */
@@ -1299,8 +1373,18 @@ static void ipoib_cm_rep(struct ipoib_cm_tx *tx, const struct ib_cm_event *ev)
 	const struct ipoib_cm_data *data = ev->private_data;
 	struct sk_buff_head queue;
 	unsigned int mtu = be32_to_cpu(data->mtu);
+	enum ipoib_cm_tx_state state;
 	int ret = -EINVAL;
 
+	/* closing or dying: its QP may be in ERR already (reap work) */
+	spin_lock_irq(&priv->lock);
+	state = tx->state;
+	spin_unlock_irq(&priv->lock);
+	if (state != IPOIB_CM_TX_CONNECTING) {
+		ib_send_cm_rej(tx->id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+			       NULL, 0);
+		return;
+	}
 	if (mtu > IPOIB_ENCAP_LEN) {
 		ret = ipoib_cm_modify(tx->id, tx->qp, IB_QPS_RTR, U32_MAX);
 		if (!ret)
@@ -1604,22 +1688,70 @@ found:
 	}
 }
 
-/* Tear down and free the connections of paths that went (ipoib_wq). */
+/*
+ * The connections of paths that went, and idle entries (ipoib_reap_wq):
+ * all of them to ERR at once and their sends flushed, with one deadline
+ * for the lot, so that ipoib_cm_stop() (under rtnl) waits about one
+ * flush for any number of connections. Destroying the QPs, a grace
+ * period each on some HCAs, is left to cm_tx_free_work, which needs
+ * neither rtnl nor NAPI.
+ */
 static void ipoib_cm_tx_reap_work(struct work_struct *work)
 {
 	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
 						   cm_tx_reap_work);
-	struct ipoib_cm_tx *tx, *tmp;
+	unsigned long deadline = jiffies + 5 * HZ;
+	struct ipoib_cm_tx *tx;
 	LIST_HEAD(dead);
+	bool busy;
 
 	spin_lock_irq(&priv->lock);
 	list_splice_init(&priv->cm_tx_dead, &dead);
 	spin_unlock_irq(&priv->lock);
+	if (list_empty(&dead))
+		return;
 
-	list_for_each_entry_safe(tx, tmp, &dead, node) {
+	/* a work that was connecting or closing finishes first (DYING: idle) */
+	list_for_each_entry(tx, &dead, node)
 		cancel_work_sync(&tx->work);
-		ipoib_cm_tx_teardown(tx);
+	ipoib_cm_tx_sync_xmit(priv);
+	list_for_each_entry(tx, &dead, node)
+		ipoib_cm_tx_to_err(tx);
+	do {
+		busy = false;
+		list_for_each_entry(tx, &dead, node) {
+			if (ipoib_cm_tx_flushed(tx))
+				continue;
+			if (time_after(jiffies, deadline))
+				ipoib_cm_tx_abandon(tx);
+			else
+				busy = true;
+		}
+		if (busy)
+			usleep_range(1000, 2000);
+	} while (busy);
+	list_for_each_entry(tx, &dead, node)
 		ipoib_release_queue(priv, &tx->queue, false);
+
+	spin_lock_irq(&priv->lock);
+	list_splice_tail_init(&dead, &priv->cm_tx_free);
+	spin_unlock_irq(&priv->lock);
+	queue_work(ipoib_reap_wq, &priv->cm_tx_free_work);
+}
+
+/* Destroy what ipoib_cm_tx_reap_work() quiesced (ipoib_reap_wq). */
+static void ipoib_cm_tx_free_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   cm_tx_free_work);
+	struct ipoib_cm_tx *tx, *tmp;
+	LIST_HEAD(dead);
+
+	spin_lock_irq(&priv->lock);
+	list_splice_init(&priv->cm_tx_free, &dead);
+	spin_unlock_irq(&priv->lock);
+	list_for_each_entry_safe(tx, tmp, &dead, node) {
+		ipoib_cm_tx_release(tx);
 		list_del(&tx->node);
 		kfree(tx);
 	}
@@ -1703,5 +1835,7 @@ void ipoib_cm_init(struct ipoib_dev_priv *priv)
 	INIT_WORK(&priv->cm_reap_work, ipoib_cm_reap_work);
 	INIT_LIST_HEAD(&priv->cm_tx_dead);
 	INIT_WORK(&priv->cm_tx_reap_work, ipoib_cm_tx_reap_work);
+	INIT_LIST_HEAD(&priv->cm_tx_free);
+	INIT_WORK(&priv->cm_tx_free_work, ipoib_cm_tx_free_work);
 	INIT_DELAYED_WORK(&priv->cm_stale_work, ipoib_cm_stale_work);
 }

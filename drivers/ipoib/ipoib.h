@@ -450,6 +450,9 @@ struct ipoib_dev_priv {
 	struct work_struct cm_reap_work;
 	struct list_head cm_tx_dead;	/* DYING ipoib_cm_tx, under priv->lock */
 	struct work_struct cm_tx_reap_work;
+	/* DYING, in ERR with every send back: QP and CM ID to destroy */
+	struct list_head cm_tx_free;	/* under priv->lock */
+	struct work_struct cm_tx_free_work;
 	struct delayed_work cm_stale_work;
 
 	/* lock protects paths, mcasts and the carrier reason */

@@ -603,7 +603,13 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	cancel_delayed_work_sync(&priv->gc_work);
 	flush_work(&priv->path_evict_work);
 	cancel_delayed_work_sync(&priv->cm_stale_work);
-	cancel_work_sync(&priv->cm_reap_work);
+	/*
+	 * ipoib_cm_stop() left the stopped connections' QPs to these: they
+	 * go before the CQs. The tx reap queues the tx free work.
+	 */
+	flush_work(&priv->cm_reap_work);
+	flush_work(&priv->cm_tx_reap_work);
+	flush_work(&priv->cm_tx_free_work);
 	cancel_work_sync(&priv->restart_work);
 	cancel_work_sync(&priv->rx_mode_work);
 	cancel_work_sync(&priv->carrier_work);
