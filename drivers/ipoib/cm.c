@@ -378,6 +378,19 @@ static void ipoib_cm_rx_error(struct ipoib_cm_rx *rx)
 	spin_unlock_irq(&priv->lock);
 }
 
+/*
+ * The HCA failed a passive QP on its own (an asynchronous QP error, or
+ * its receives flushed while we still had it LIVE): the stale scan
+ * closes it now, not when it has been idle for IPOIB_CM_RX_TIMEOUT,
+ * which without an SRQ would keep its ring and one of the
+ * max_nonsrq_conn_qp slots for that long. Any context.
+ */
+static void ipoib_cm_rx_failed(struct ipoib_cm_rx *rx)
+{
+	WRITE_ONCE(rx->failed, true);
+	mod_delayed_work(ipoib_wq, &rx->priv->cm_stale_work, 0);
+}
+
 static void ipoib_cm_rx_event(struct ib_event *ev, void *ctx)
 {
 	struct ipoib_cm_rx *rx = ctx;
@@ -402,6 +415,8 @@ static void ipoib_cm_rx_event(struct ib_event *ev, void *ctx)
 			rx->last_wqe = true;	/* ipoib_cm_req() refuses it */
 			break;
 		case IPOIB_CM_RX_LIVE:
+			priv->cm_passive_failed++;	/* not our move to ERR */
+			fallthrough;
 		case IPOIB_CM_RX_ERROR:
 			rx->state = IPOIB_CM_RX_FLUSH;
 			list_move_tail(&rx->node, &priv->cm_flush);
@@ -413,9 +428,10 @@ static void ipoib_cm_rx_event(struct ib_event *ev, void *ctx)
 		spin_unlock_irqrestore(&priv->lock, flags);
 		break;
 	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
 		/* without an SRQ no LAST_WQE comes: let the stale scan close it */
-		WRITE_ONCE(rx->failed, true);
-		mod_delayed_work(ipoib_wq, &priv->cm_stale_work, 0);
+		ipoib_cm_rx_failed(rx);
 		break;
 	default:
 		break;
@@ -474,6 +490,8 @@ static void ipoib_cm_stale_work(struct work_struct *work)
 			     time_after(jiffies, READ_ONCE(rx->last_active) +
 					IPOIB_CM_RX_TIMEOUT))) {
 				stale = rx;
+				if (rx->failed)
+					priv->cm_passive_failed++;
 				break;
 			}
 		}
@@ -902,8 +920,16 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			priv->dev->stats.rx_errors++;
-			rx->failed = true;
-			mod_delayed_work(ipoib_wq, &priv->cm_stale_work, 0);
+			ipoib_cm_rx_failed(rx);
+		} else if (!priv->srq && !READ_ONCE(rx->failed) &&
+			   READ_ONCE(rx->state) == IPOIB_CM_RX_LIVE) {
+			/*
+			 * Flushed while LIVE: the QP is in ERR and we did not
+			 * put it there (ipoib_cm_rx_error() leaves LIVE first).
+			 * With an SRQ nothing is flushed; LAST_WQE_REACHED
+			 * says it instead.
+			 */
+			ipoib_cm_rx_failed(rx);
 		}
 		if (priv->srq) {
 			/* the SRQ lives on: give the buffer back */

@@ -161,6 +161,7 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "send_napi_max_polled %d\n",
 		   READ_ONCE(priv->send_napi_max_polled));
 	seq_printf(m, "napi_poll_cap %d\n", priv->napi.weight);
+	seq_printf(m, "cm_passive_failed %llu\n", priv->cm_passive_failed);
 	seq_printf(m, "cm_rnr_fallbacks %llu\n", READ_ONCE(priv->cm_rnr_fallbacks));
 	seq_printf(m, "cm_tx_stalled_drops %llu\n",
 		   READ_ONCE(priv->cm_tx_stalled_drops));

@@ -114,6 +114,7 @@ struct ipoib_counters {
 	u64 cm_passive;
 	u64 cm_passive_evicted;
 	u64 cm_passive_refused;
+	u64 cm_passive_failed;
 	u64 cm_active;
 	u64 cm_active_evicted;
 	u64 cm_active_refused;
@@ -144,6 +145,7 @@ static const struct {
 	IPOIB_COUNTER(cm_passive),
 	IPOIB_COUNTER(cm_passive_evicted),
 	IPOIB_COUNTER(cm_passive_refused),
+	IPOIB_COUNTER(cm_passive_failed),
 	IPOIB_COUNTER(cm_active),
 	IPOIB_COUNTER(cm_active_evicted),
 	IPOIB_COUNTER(cm_active_refused),
@@ -180,6 +182,7 @@ static void ipoib_read_counters(struct ipoib_dev_priv *priv,
 	c->cm_passive = priv->cm_rx_count;
 	c->cm_passive_evicted = priv->cm_passive_evicted;
 	c->cm_passive_refused = priv->cm_passive_refused;
+	c->cm_passive_failed = priv->cm_passive_failed;
 	c->cm_active = priv->cm_tx_qps;
 	c->cm_active_evicted = priv->cm_active_evicted;
 	c->cm_active_refused = priv->cm_active_refused;

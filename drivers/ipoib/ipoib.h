@@ -453,6 +453,7 @@ struct ipoib_dev_priv {
 	/* DYING, in ERR with every send back: QP and CM ID to destroy */
 	struct list_head cm_tx_free;	/* under priv->lock */
 	struct work_struct cm_tx_free_work;
+	u64 cm_passive_failed;		/* passive QPs the HCA failed; lock */
 	struct delayed_work cm_stale_work;
 
 	/* lock protects paths, mcasts and the carrier reason */
