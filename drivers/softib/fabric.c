@@ -605,13 +605,14 @@ void softib_send_worker(struct work_struct *work)
 	for (;;) {
 		spin_lock_irqsave(&sq->lock, flags);
 		if (!softib_wq_used(sq) || READ_ONCE(qp->sends_stalled) ||
-		    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_ERR)) {
+		    !softib_qp_sq_runs(qp->state)) {
 			spin_unlock_irqrestore(&sq->lock, flags);
 			return;
 		}
 		idx = sq->tail;
 		wqe = softib_wq_entry(sq, idx);
-		if (qp->state == IB_QPS_ERR) {
+		if (qp->state != IB_QPS_RTS) {
+			/* ERR, or a UD QP's send queue error (SQE) */
 			wc.status = IB_WC_WR_FLUSH_ERR;
 			signaled = true;
 		} else {

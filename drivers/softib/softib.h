@@ -385,6 +385,16 @@ static inline bool softib_qp_can_recv(enum ib_qp_state state)
 	       state == IB_QPS_SQD || state == IB_QPS_SQE;
 }
 
+/*
+ * States in which the send engine runs: RTS sends, SQE and ERR flush.
+ * WRs posted in RESET, INIT, RTR and SQD wait in the ring.
+ */
+static inline bool softib_qp_sq_runs(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTS || state == IB_QPS_SQE ||
+	       state == IB_QPS_ERR;
+}
+
 static inline __be64 softib_port_guid(u32 port)
 {
 	return cpu_to_be64(SOFTIB_NODE_GUID | port);

@@ -947,12 +947,13 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
+	/*
+	 * As on mlx4/mlx5, the QP's state is not checked: a WR is queued in
+	 * any state and the state decides what becomes of it (the send
+	 * engine runs in RTS, flushes in SQE and ERR, waits otherwise; see
+	 * softib.rst).
+	 */
 	spin_lock_irqsave(&sq->lock, flags);
-	if (qp->state < IB_QPS_RTS && qp->state != IB_QPS_ERR) {
-		ret = -EINVAL;
-		*bad_wr = wr;
-		goto out_unlock;
-	}
 	for (; wr; wr = wr->next) {
 		bool rc = ibqp->qp_type == IB_QPT_RC;
 		struct softib_swqe *wqe;
@@ -1002,9 +1003,12 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (ret)
 		*bad_wr = wr;
-	/* a pending RNR back-off is not cut short by new posts */
-	softib_qp_queue(qp, SOFTIB_QPW_SEND, 0);
-out_unlock:
+	/*
+	 * A pending RNR back-off is not cut short by new posts. Below RTS
+	 * (and in SQD) the WRs wait: the move to RTS starts the engine.
+	 */
+	if (softib_qp_sq_runs(qp->state))
+		softib_qp_queue(qp, SOFTIB_QPW_SEND, 0);
 	spin_unlock_irqrestore(&sq->lock, flags);
 	return ret;
 }
@@ -1021,12 +1025,11 @@ int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
+	/*
+	 * Any state, as on mlx4/mlx5: receives posted before RTR wait for
+	 * it (the fabric delivers from RTR on), in ERR they flush.
+	 */
 	spin_lock_irqsave(&qp->rq.lock, flags);
-	if (qp->state == IB_QPS_RESET) {
-		ret = -EINVAL;
-		*bad_wr = wr;
-		goto out_unlock;
-	}
 	for (; wr; wr = wr->next) {
 		ret = softib_wq_post_recv(&qp->rq, wr);
 		if (ret) {
@@ -1034,7 +1037,6 @@ int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			break;
 		}
 	}
-out_unlock:
 	flush = qp->state == IB_QPS_ERR;
 	spin_unlock_irqrestore(&qp->rq.lock, flags);
 	/* a receive posted to a QP in ERR completes at once, flushed */
