@@ -617,7 +617,15 @@ void softib_send_worker(struct work_struct *work)
 			signaled = true;
 		} else {
 			spin_unlock_irqrestore(&sq->lock, flags);
-			if (!rc) {
+			if (unlikely(wqe->opcode == IB_WR_LSO && !qp->lso)) {
+				/*
+				 * An LSO WQE on a QP without LSO (an RC QP, or
+				 * UD created without IPOIB_UD_LSO): hardware
+				 * posts it and fails it with a local QP
+				 * operation error; RC goes to ERR below
+				 */
+				wc.status = IB_WC_LOC_QP_OP_ERR;
+			} else if (!rc) {
 				wc.status = softib_send_ud(qp, wqe);
 			} else {
 				ret = softib_send_rc(qp, wqe, &rnr_usec);

@@ -951,7 +951,8 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	 * As on mlx4/mlx5, the QP's state is not checked: a WR is queued in
 	 * any state and the state decides what becomes of it (the send
 	 * engine runs in RTS, flushes in SQE and ERR, waits otherwise; see
-	 * softib.rst).
+	 * softib.rst). Nor is IB_WR_LSO checked against the QP: the engine
+	 * fails it on a QP that has no LSO, as hardware fails the WQE.
 	 */
 	spin_lock_irqsave(&sq->lock, flags);
 	for (; wr; wr = wr->next) {
@@ -962,7 +963,7 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		/* only UD WRs are struct ib_ud_wr; RC sends need no address */
 		if ((wr->opcode != IB_WR_SEND &&
 		     wr->opcode != IB_WR_SEND_WITH_IMM &&
-		     (wr->opcode != IB_WR_LSO || !qp->lso)) ||
+		     wr->opcode != IB_WR_LSO) ||
 		    wr->num_sge < 0 || wr->num_sge > sq->max_sge ||
 		    (wr->send_flags & IB_SEND_INLINE) ||
 		    (!rc && !ud_wr(wr)->ah)) {
@@ -992,7 +993,7 @@ int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			wqe->remote_qkey = ud->remote_qkey;
 			wqe->pkey_index = ud->pkey_index;
 			wqe->lso_hlen = 0;
-			if (wr->opcode == IB_WR_LSO) {
+			if (wr->opcode == IB_WR_LSO && qp->lso) {
 				ret = softib_lso_post(qp, wqe, ud);
 				if (ret)
 					break;
