@@ -78,6 +78,11 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 		   atomic64_read(&sdev->csum_filled),
 		   atomic64_read(&sdev->csum_verified),
 		   atomic64_read(&sdev->csum_unverified));
+	seq_printf(m, "qp_fatal_events %lld\nqp_req_err_events %lld\nqp_access_err_events %lld\nqp_last_wqe_events %lld\n",
+		   atomic64_read(&sdev->qp_events[SOFTIB_EV_FATAL]),
+		   atomic64_read(&sdev->qp_events[SOFTIB_EV_REQ_ERR]),
+		   atomic64_read(&sdev->qp_events[SOFTIB_EV_ACCESS_ERR]),
+		   atomic64_read(&sdev->qp_events[SOFTIB_EV_LAST_WQE]));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);

@@ -511,6 +511,7 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 	struct softib_qp *dqp;
 	unsigned long flags;
 	int pkey_index;
+	u8 fault;
 	int ret;
 
 	if (READ_ONCE(sport->state) != IB_PORT_ACTIVE) {
@@ -548,6 +549,22 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 	if (!softib_qp_can_recv(dqp->state)) {
 		spin_unlock_irqrestore(&dqp->rq.lock, flags);
 		softib_drop(dport, SOFTIB_DROP_NO_QP);
+		goto out_unlock;
+	}
+	fault = READ_ONCE(dqp->resp_fault);
+	if (unlikely(fault)) {
+		/*
+		 * fault/rem_inv_req, fault/rem_access: the responder finds
+		 * the request invalid, or an access violation. No receive
+		 * WQE is consumed, so an affiliated event on the responder
+		 * reports it (it goes to ERR), and a NAK to the requester.
+		 */
+		WRITE_ONCE(dqp->resp_fault, 0);
+		spin_unlock_irqrestore(&dqp->rq.lock, flags);
+		set_bit(fault == IB_WC_REM_ACCESS_ERR ? SOFTIB_EV_ACCESS_ERR :
+			SOFTIB_EV_REQ_ERR, &dqp->fail_events);
+		softib_qp_queue(dqp, SOFTIB_QPW_ERR, 0);
+		ret = fault;
 		goto out_unlock;
 	}
 	if (unlikely(READ_ONCE(dqp->rnr_stuck))) {

@@ -17,6 +17,15 @@
  *                 RNR NAKed, with the longest NAK timer (655 ms, the
  *                 CM's default), until the QP is reset or destroyed.
  *                 Senders retry as their rnr_retry says (7: for ever).
+ *  qp_fatal       (write a QPN) a local catastrophic error of the QP:
+ *                 it goes to ERR with IB_EVENT_QP_FATAL (then, on an
+ *                 SRQ, IB_EVENT_QP_LAST_WQE_REACHED), no error completion.
+ *  rem_inv_req    (write an RC QPN) the next message to that responder
+ *                 is an invalid request: the responder goes to ERR with
+ *                 IB_EVENT_QP_REQ_ERR, the requester's WQE completes
+ *                 with IB_WC_REM_INV_REQ_ERR (and it goes to ERR).
+ *  rem_access     (write an RC QPN) the same as an access violation:
+ *                 IB_EVENT_QP_ACCESS_ERR, IB_WC_REM_ACCESS_ERR.
  *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
  *                 with -ENOMEM, once, as on an SRQ that is full; reads
  *                 how many calls are left (0: disarmed).
@@ -79,6 +88,47 @@ static int softib_fault_qp_error_set(void *data, u64 val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_qp_error_fops, NULL,
 			 softib_fault_qp_error_set, "%llu\n");
+
+/* as an HCA's local catastrophic error of the QP: QP_FATAL, no completion */
+static void softib_fault_qp_fatal(struct softib_qp *qp)
+{
+	set_bit(SOFTIB_EV_FATAL, &qp->fail_events);
+	softib_qp_queue(qp, SOFTIB_QPW_ERR, 0);
+}
+
+static int softib_fault_qp_fatal_set(void *data, u64 val)
+{
+	return softib_fault_on_qp(data, val, "qp_fatal", softib_fault_qp_fatal);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_qp_fatal_fops, NULL,
+			 softib_fault_qp_fatal_set, "%llu\n");
+
+/* fabric.c takes it at the next message to the responder */
+static void softib_fault_rem_inv_req(struct softib_qp *qp)
+{
+	WRITE_ONCE(qp->resp_fault, IB_WC_REM_INV_REQ_ERR);
+}
+
+static void softib_fault_rem_access(struct softib_qp *qp)
+{
+	WRITE_ONCE(qp->resp_fault, IB_WC_REM_ACCESS_ERR);
+}
+
+static int softib_fault_rem_inv_req_set(void *data, u64 val)
+{
+	return softib_fault_on_qp(data, val, "rem_inv_req",
+				  softib_fault_rem_inv_req);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_rem_inv_req_fops, NULL,
+			 softib_fault_rem_inv_req_set, "%llu\n");
+
+static int softib_fault_rem_access_set(void *data, u64 val)
+{
+	return softib_fault_on_qp(data, val, "rem_access",
+				  softib_fault_rem_access);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_rem_access_fops, NULL,
+			 softib_fault_rem_access_set, "%llu\n");
 
 /* the engine reads it at each WQE: the one in flight still goes */
 static void softib_fault_stall_sends(struct softib_qp *qp)
@@ -159,6 +209,12 @@ void softib_fault_init(struct softib_dev *sdev)
 	atomic_set(&sdev->fault_post_srq, 0);
 	debugfs_create_file_unsafe("qp_error", 0200, dir, sdev,
 				   &softib_fault_qp_error_fops);
+	debugfs_create_file_unsafe("qp_fatal", 0200, dir, sdev,
+				   &softib_fault_qp_fatal_fops);
+	debugfs_create_file_unsafe("rem_inv_req", 0200, dir, sdev,
+				   &softib_fault_rem_inv_req_fops);
+	debugfs_create_file_unsafe("rem_access", 0200, dir, sdev,
+				   &softib_fault_rem_access_fops);
 	debugfs_create_file_unsafe("stall_sends", 0200, dir, sdev,
 				   &softib_fault_stall_sends_fops);
 	debugfs_create_file_unsafe("rnr_stuck", 0200, dir, sdev,

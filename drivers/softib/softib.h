@@ -96,6 +96,19 @@ struct softib_port {
 	struct softib_counters cnt;
 };
 
+/*
+ * Affiliated asynchronous QP events, bits of softib_qp.pending_events
+ * and fail_events, delivered in this order (the error, then the SRQ's
+ * last WQE)
+ */
+enum softib_qp_ev {
+	SOFTIB_EV_FATAL,	/* IB_EVENT_QP_FATAL */
+	SOFTIB_EV_REQ_ERR,	/* IB_EVENT_QP_REQ_ERR */
+	SOFTIB_EV_ACCESS_ERR,	/* IB_EVENT_QP_ACCESS_ERR */
+	SOFTIB_EV_LAST_WQE,	/* IB_EVENT_QP_LAST_WQE_REACHED */
+	SOFTIB_EV_MAX,
+};
+
 struct softib_dev {
 	struct ib_device ibdev;
 	struct platform_device *pdev;
@@ -131,6 +144,8 @@ struct softib_dev {
 	atomic64_t purged_cqes;
 	/* wr_id bookkeeping errors seen with debug_wrid=1 */
 	atomic64_t wrid_errors;
+	/* affiliated QP events raised, by enum softib_qp_ev */
+	atomic64_t qp_events[SOFTIB_EV_MAX];
 	atomic_t fault_post_srq;	/* fault.c: calls until one fails */
 	struct mutex bench_lock;	/* one bench run at a time */
 	char bench_result[160];		/* the last one's (bench.c) */
@@ -254,6 +269,11 @@ struct softib_qp {
 	bool block_mcast_loopback;
 	bool sends_stalled;	/* fault/stall_sends: the engine sends nothing */
 	bool rnr_stuck;		/* fault/rnr_stuck: RNR NAK whatever is posted */
+	/*
+	 * fault/rem_inv_req, fault/rem_access: the IB_WC_REM_* status the
+	 * next message to this responder gets (0: none)
+	 */
+	u8 resp_fault;
 	/* IB_QP_CREATE_IPOIB_UD_LSO: the engine's segment and header buffers */
 	bool lso;
 	struct softib_swqe *lso_seg;
@@ -278,19 +298,17 @@ struct softib_qp {
 	struct work_struct err_work;
 	struct work_struct event_work;
 	unsigned long pending_events;
+	/* the events err_work raises if it moves the QP to ERR (SOFTIB_EV_*) */
+	unsigned long fail_events;
 };
 
 /* what softib_qp_queue() queues */
 enum softib_qp_work {
 	SOFTIB_QPW_SEND,	/* the send engine after "delay", unless pending */
 	SOFTIB_QPW_SEND_NOW,	/* the send engine, cutting a back-off short */
-	SOFTIB_QPW_ERR,		/* move the QP to ERR (a responder failed) */
+	SOFTIB_QPW_ERR,		/* move the QP to ERR (+ fail_events) */
 	SOFTIB_QPW_EVENT,	/* deliver pending_events */
 };
-
-/* bits of softib_qp.pending_events */
-#define SOFTIB_EV_LAST_WQE	0
-#define SOFTIB_EV_FATAL		1
 
 struct softib_mcast_attach {
 	struct list_head list;
@@ -456,6 +474,7 @@ bool softib_qp_queue(struct softib_qp *qp, enum softib_qp_work which,
 void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited);
 void softib_send_worker(struct work_struct *work);
 void softib_qp_to_error(struct softib_qp *qp);
+void softib_qp_fail(struct softib_qp *qp, unsigned long events);
 void softib_qp_err_work(struct work_struct *work);
 void softib_av_from_attr(struct softib_av *av, const struct rdma_ah_attr *attr);
 void softib_flush_rq(struct softib_qp *qp);

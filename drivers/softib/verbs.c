@@ -498,6 +498,14 @@ int softib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	return ret;
 }
 
+static const enum ib_event_type softib_qp_ev_type[SOFTIB_EV_MAX] = {
+	[SOFTIB_EV_FATAL] = IB_EVENT_QP_FATAL,
+	[SOFTIB_EV_REQ_ERR] = IB_EVENT_QP_REQ_ERR,
+	[SOFTIB_EV_ACCESS_ERR] = IB_EVENT_QP_ACCESS_ERR,
+	[SOFTIB_EV_LAST_WQE] = IB_EVENT_QP_LAST_WQE_REACHED,
+};
+
+/* Deliver the QP's pending affiliated events, in enum softib_qp_ev order. */
 static void softib_qp_event_work(struct work_struct *work)
 {
 	struct softib_qp *qp = container_of(work, struct softib_qp, event_work);
@@ -505,16 +513,15 @@ static void softib_qp_event_work(struct work_struct *work)
 		.device = qp->ibqp.device,
 		.element.qp = &qp->ibqp,
 	};
+	int i;
 
-	if (!qp->ibqp.event_handler)
-		return;
-	if (test_and_clear_bit(SOFTIB_EV_FATAL, &qp->pending_events)) {
-		ev.event = IB_EVENT_QP_FATAL;
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
-	if (test_and_clear_bit(SOFTIB_EV_LAST_WQE, &qp->pending_events)) {
-		ev.event = IB_EVENT_QP_LAST_WQE_REACHED;
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	for (i = 0; i < SOFTIB_EV_MAX; i++) {
+		if (!test_and_clear_bit(i, &qp->pending_events))
+			continue;
+		atomic64_inc(&qp->sdev->qp_events[i]);
+		ev.event = softib_qp_ev_type[i];
+		if (qp->ibqp.event_handler)
+			qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
 }
 
@@ -711,6 +718,7 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			 */
 			WRITE_ONCE(qp->sends_stalled, false);
 			WRITE_ONCE(qp->rnr_stuck, false);
+			WRITE_ONCE(qp->resp_fault, 0);
 			qp->sq.tail = qp->sq.head;
 			qp->rq.tail = qp->rq.head;
 			softib_wrids_clear(&qp->sq);
@@ -737,37 +745,57 @@ out_unlock:
 	return 0;
 }
 
-/* Receives flush now; sends flush, in order, in the send engine. */
+/*
+ * Receives flush now; sends flush, in order, in the send engine. An
+ * SRQ-attached QP's last WQE event follows the error's own (if any).
+ */
 static void softib_qp_entered_error(struct softib_qp *qp)
 {
 	softib_flush_rq(qp);
-	if (qp->srq) {
+	if (qp->srq)
 		set_bit(SOFTIB_EV_LAST_WQE, &qp->pending_events);
+	if (READ_ONCE(qp->pending_events))
 		softib_qp_queue(qp, SOFTIB_QPW_EVENT, 0);
-	}
 	softib_qp_queue(qp, SOFTIB_QPW_SEND_NOW, 0);
 }
 
-/* The transport failed the QP (e.g. RNR or retry exceeded): move it to ERR. */
-void softib_qp_to_error(struct softib_qp *qp)
+/*
+ * The HCA fails the QP: it moves to ERR and, if it was not there (nor in
+ * RESET) already, raises the affiliated events in "events" (bits of enum
+ * softib_qp_ev; 0 when an error completion reports the failure).
+ */
+void softib_qp_fail(struct softib_qp *qp, unsigned long events)
 {
 	unsigned long flags;
 	bool entered;
+	int i;
 
 	spin_lock_irqsave(&qp->sq.lock, flags);
 	spin_lock(&qp->rq.lock);
 	entered = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET;
-	if (entered)
+	if (entered) {
 		qp->state = IB_QPS_ERR;
+		for_each_set_bit(i, &events, SOFTIB_EV_MAX)
+			set_bit(i, &qp->pending_events);
+	}
 	spin_unlock(&qp->rq.lock);
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
 	if (entered)
 		softib_qp_entered_error(qp);
 }
 
+/* The transport failed the QP (e.g. RNR or retry exceeded): move it to ERR. */
+void softib_qp_to_error(struct softib_qp *qp)
+{
+	softib_qp_fail(qp, 0);
+}
+
+/* A responder or a fault failed the QP, maybe with events (fail_events). */
 void softib_qp_err_work(struct work_struct *work)
 {
-	softib_qp_to_error(container_of(work, struct softib_qp, err_work));
+	struct softib_qp *qp = container_of(work, struct softib_qp, err_work);
+
+	softib_qp_fail(qp, xchg(&qp->fail_events, 0));
 }
 
 int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
