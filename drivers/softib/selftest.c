@@ -16,6 +16,11 @@
  *  ud_to_rc  A UD datagram with Q_Key 0 addressed to an RC QP that has a
  *         receive posted: an RC QP takes no datagrams, so it must be
  *         dropped (drop_no_qp) and no receive completion appear.
+ *  qpstate  Posting in each QP state, as on mlx4/mlx5: receives posted
+ *         in RESET and sends posted in RESET, INIT and RTR are accepted
+ *         and wait; once the sender is in RTS they all complete and the
+ *         three datagrams land in those receives, in order. A send
+ *         posted in ERR completes flushed.
  *  offload (offloads=1; passes at once without) An LSO send of 3000
  *         bytes, MSS 1000, from two odd gather entries into receive
  *         buffers that split the IP header: 3 datagrams with their own
@@ -367,6 +372,188 @@ out:
 		ib_destroy_qp(ud);
 	if (rc)
 		ib_destroy_qp(rc);
+	kfree(buf);
+	return ret;
+}
+
+/* ---- qpstate: WRs posted in each state ---- */
+
+static struct ib_qp *softib_st_reset_qp(struct ib_pd *pd, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = IB_QPT_UD,
+	};
+
+	return ib_create_qp(pd, &init);
+}
+
+static int softib_st_to_state(struct ib_qp *qp, enum ib_qp_state state)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = state,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qkey = SOFTIB_ST_QKEY,
+	};
+	int mask = IB_QP_STATE;
+
+	if (state == IB_QPS_INIT)
+		mask |= IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY;
+	else if (state == IB_QPS_RTS)
+		mask |= IB_QP_SQ_PSN;
+	return ib_modify_qp(qp, &attr, mask);
+}
+
+/*
+ * Poll up to "ms" milliseconds for "want" completions; each must have
+ * the next wr_id of "ids" and "status". Returns 0 or -EIO (logged).
+ */
+static int softib_st_expect(struct ib_cq *cq, unsigned int ms, const u64 *ids,
+			    int want, enum ib_wc_status status,
+			    const char *what)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+	struct ib_wc wc;
+	int n = 0;
+
+	do {
+		while (ib_poll_cq(cq, 1, &wc) == 1) {
+			if (n >= want || wc.wr_id != ids[n] ||
+			    wc.status != status) {
+				pr_err("selftest qpstate: %s: completion %d: wr_id 0x%llx status %d, expected %s\n",
+				       what, n, wc.wr_id, wc.status,
+				       n >= want ? "none" : "another");
+				return -EIO;
+			}
+			n++;
+		}
+		usleep_range(500, 1000);
+	} while (time_before(jiffies, end));
+	if (n == want)
+		return 0;
+	pr_err("selftest qpstate: %s: %d completions, expected %d\n", what, n,
+	       want);
+	return -EIO;
+}
+
+static int softib_st_qpstate(struct softib_dev *sdev, struct ib_pd *pd,
+			     struct ib_cq *cq)
+{
+	static const u64 none[1], flushed[] = { 0xf3 };
+	static const u64 sent[] = { 0xe0, 0xf0, 0xe1, 0xf1, 0xe2, 0xf2 };
+	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
+	struct ib_qp *tx = NULL, *rx = NULL;
+	struct ib_sge rsge[3], ssge;
+	struct ib_ah *ah = NULL;
+	struct ib_ud_wr wr = {};
+	struct ib_recv_wr rwr = { .num_sge = 1 };
+	u8 *buf;
+	int ret, i;
+
+	buf = kzalloc(4 * 256, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < 3; i++)
+		rsge[i] = (struct ib_sge) {
+			.addr = (uintptr_t)buf + i * 256,
+			.length = 256,
+			.lkey = pd->local_dma_lkey,
+		};
+	ssge = (struct ib_sge) {
+		.addr = (uintptr_t)buf + 3 * 256,
+		.length = 64,
+		.lkey = pd->local_dma_lkey,
+	};
+	rx = softib_st_reset_qp(pd, cq);
+	tx = IS_ERR(rx) ? NULL : softib_st_reset_qp(pd, cq);
+	if (IS_ERR_OR_NULL(rx) || IS_ERR(tx)) {
+		ret = IS_ERR(rx) ? PTR_ERR(rx) : PTR_ERR(tx);
+		goto out_null;
+	}
+	rdma_ah_set_dlid(&ah_attr, 1);
+	rdma_ah_set_port_num(&ah_attr, 1);
+	ah = rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(ah)) {
+		ret = PTR_ERR(ah);
+		ah = NULL;
+		goto out;
+	}
+
+	/* three receives in RESET, then the receiver to RTS */
+	for (i = 0, ret = 0; i < 3 && !ret; i++) {
+		rwr.wr_id = 0xe0 + i;
+		rwr.sg_list = &rsge[i];
+		ret = ib_post_recv(rx, &rwr, NULL);
+	}
+	if (ret) {
+		pr_err("selftest qpstate: receive posted in RESET: %d\n", ret);
+		goto out;
+	}
+	ret = softib_st_to_state(rx, IB_QPS_INIT);
+	ret = ret ?: softib_st_to_rts(rx);
+	if (ret)
+		goto out;
+
+	/* a send posted in RESET, INIT and RTR each: they wait */
+	wr.wr.sg_list = &ssge;
+	wr.wr.num_sge = 1;
+	wr.wr.opcode = IB_WR_SEND;
+	wr.ah = ah;
+	wr.remote_qpn = rx->qp_num;
+	wr.remote_qkey = SOFTIB_ST_QKEY;
+	for (i = 0; i < 3; i++) {
+		static const enum ib_qp_state next[] = { IB_QPS_INIT,
+							  IB_QPS_RTR };
+
+		buf[3 * 256] = i;
+		wr.wr.wr_id = 0xf0 + i;
+		ret = ib_post_send(tx, &wr.wr, NULL);
+		if (ret) {
+			pr_err("selftest qpstate: send posted in state %d: %d\n",
+			       i, ret);
+			goto out;
+		}
+		ret = i < 2 ? softib_st_to_state(tx, next[i]) : 0;
+		if (ret)
+			goto out;
+	}
+	ret = softib_st_expect(cq, 50, none, 0, IB_WC_SUCCESS,
+			       "below RTS");
+	if (ret)
+		goto out;
+
+	/* RTS: the three sends go, in order, into the three receives */
+	ret = softib_st_to_state(tx, IB_QPS_RTS) ?:
+	      softib_st_expect(cq, 200, sent, ARRAY_SIZE(sent),
+			       IB_WC_SUCCESS, "at RTS");
+	if (ret)
+		goto out;
+
+	/* ERR: a send posted now completes flushed */
+	ret = softib_st_to_err(tx);
+	wr.wr.wr_id = 0xf3;
+	ret = ret ?: ib_post_send(tx, &wr.wr, NULL);
+	ret = ret ?: softib_st_expect(cq, 50, flushed, 1, IB_WC_WR_FLUSH_ERR,
+				      "in ERR");
+out:
+	if (ah)
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	ib_destroy_qp(tx);
+	ib_destroy_qp(rx);
+	kfree(buf);
+	return ret;
+out_null:
+	if (!IS_ERR_OR_NULL(rx))
+		ib_destroy_qp(rx);
 	kfree(buf);
 	return ret;
 }
@@ -899,7 +1086,8 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 		goto out_log;
 	}
 	if (strcmp(name, "purge") && strcmp(name, "wrid") &&
-	    strcmp(name, "ud_to_rc") && strcmp(name, "offload"))
+	    strcmp(name, "ud_to_rc") && strcmp(name, "offload") &&
+	    strcmp(name, "qpstate"))
 		return -EINVAL;
 	pd = ib_alloc_pd(&sdev->ibdev, 0);
 	if (IS_ERR(pd))
@@ -915,6 +1103,8 @@ int softib_selftest(struct softib_dev *sdev, const char *name)
 		ret = softib_st_ud_to_rc(sdev, pd, cq);
 	else if (!strcmp(name, "offload"))
 		ret = softib_st_offload(sdev, pd, cq);
+	else if (!strcmp(name, "qpstate"))
+		ret = softib_st_qpstate(sdev, pd, cq);
 	else
 		ret = softib_st_wrid(sdev, pd, cq);
 	ib_destroy_cq(cq);

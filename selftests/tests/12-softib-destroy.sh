@@ -8,7 +8,8 @@
 # debugfs "stats"; and the suite runs with the wr_id check on
 # (debug_wrid=1 from lib.sh's load_softib). The fabric's own checks run
 # as in-kernel self tests (drivers/softib/selftest.c): an RC QP takes no
-# UD datagram (issue 10 S2); the SA's group table is capped
+# UD datagram (issue 10 S2); WRs posted in any QP state are taken, as
+# mlx4/mlx5 take them, and wait for RTS (qpstate); the SA's group table is capped
 # (sa_max_groups) and refuses a join beyond it with status 0x0100 (S5);
 # writers and closes racing on one open "partitions" file (S4). The
 # fabric's ceiling loop ("bench", make bench) takes only well-formed
@@ -19,7 +20,7 @@ source "$(dirname "$0")/../lib.sh"
 
 stat() { softib_stat "$1"; }
 
-ktap_header 12
+ktap_header 13
 
 modinfo -F parm "$KO_DIR/softib.ko" | grep -q "^debug_wrid:.*(bool)$"
 ktap_result $? "softib.ko has the bool parameter debug_wrid"
@@ -69,6 +70,13 @@ RET=0
 echo ud_to_rc >"$SOFTIB_DBG/selftest"
 check_err $? "selftest ud_to_rc failed: $(dmesg | grep 'selftest ud_to_rc' | tail -3)"
 log_test "a UD datagram addressed to an RC QP is dropped (drop_no_qp)"
+
+# as on mlx4/mlx5: receives posted in RESET, sends in RESET, INIT and
+# RTR wait and go at RTS, in order; a send posted in ERR is flushed
+RET=0
+echo qpstate >"$SOFTIB_DBG/selftest"
+check_err $? "selftest qpstate failed: $(dmesg | grep 'selftest qpstate' | tail -3)"
+log_test "WRs posted below RTS wait for it; posted in ERR, they flush"
 
 # the policy's broadcast group is in the table: 1 group, cap 4096
 RET=0
