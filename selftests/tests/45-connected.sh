@@ -8,7 +8,8 @@
 # iperf3 TCP stream and 60000-byte UDP datagrams, carried by RC QPs;
 # DF packets too big for UD (multicast) get ICMP "frag needed" with the
 # datagram MTU; one end connected and the other datagram; switching the
-# mode back and forth while a stream runs.
+# mode back and forth while a stream runs (in-tree may stall there: its
+# known failure, see 47-mode-flip).
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -101,6 +102,8 @@ log_test "mixed: one end connected, the other datagram"
 
 RET=0
 ip netns exec "$B" sh -c "echo connected > /sys/class/net/ib1/mode"
+mark="45-connected: switches ($IPOIB, $$)"
+echo "$mark" >/dev/kmsg
 iperf_start "$A" "$B" 192.0.2.2 10
 for m in datagram connected datagram connected datagram connected; do
 	sleep 1
@@ -111,7 +114,16 @@ wait $IPERF_PID
 check_err $? "iperf3 did not survive the mode switches"
 ip netns exec "$A" ping -c 2 -W 3 -s 9000 192.0.2.2 >/dev/null
 check_err $? "ping -s 9000 after the switches"
-log_test "mode switched six times while a TCP stream runs"
+# in-tree's own bug (47-mode-flip): after datagram mode its connected
+# mode can post IB_WR_LSO on RC, which fails (IB_WC_LOC_QP_OP_ERR = 2)
+lso=$(dmesg | grep -F -A1000000 "$mark" | grep -c "failed cm send event (status=2,")
+if [[ $IPOIB == intree && $RET != 0 ]] && ((lso)); then
+	ktap_diag "$RETMSG"
+	RET=0
+	log_test "in-tree, known failure: mode switched six times while a TCP stream runs ($lso LSO sends failed on RC)"
+else
+	log_test "mode switched six times while a TCP stream runs"
+fi
 
 # each switch tore connections down; softib purges what their QPs left
 ktap_diag "softib: $(xargs <"$SOFTIB_DBG/stats")"
