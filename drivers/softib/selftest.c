@@ -52,20 +52,28 @@
 
 #define SOFTIB_ST_QKEY	0x12345678
 
-static struct ib_qp *softib_st_qp(struct ib_pd *pd, struct ib_cq *cq)
+/* a QP in RESET taking "send_wr" sends and 4 receives */
+static struct ib_qp *softib_st_reset_qp(struct ib_pd *pd, struct ib_cq *cq,
+					enum ib_qp_type type, u32 send_wr)
 {
 	struct ib_qp_init_attr init = {
 		.send_cq = cq,
 		.recv_cq = cq,
 		.cap = {
-			.max_send_wr = 1,
+			.max_send_wr = send_wr,
 			.max_recv_wr = 4,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
 		},
 		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.qp_type = IB_QPT_UD,
+		.qp_type = type,
 	};
+
+	return ib_create_qp(pd, &init);
+}
+
+static struct ib_qp *softib_st_qp(struct ib_pd *pd, struct ib_cq *cq)
+{
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT,
 		.pkey_index = 0,
@@ -75,7 +83,7 @@ static struct ib_qp *softib_st_qp(struct ib_pd *pd, struct ib_cq *cq)
 	struct ib_qp *qp;
 	int ret;
 
-	qp = ib_create_qp(pd, &init);
+	qp = softib_st_reset_qp(pd, cq, IB_QPT_UD, 1);
 	if (IS_ERR(qp))
 		return qp;
 	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
@@ -85,6 +93,16 @@ static struct ib_qp *softib_st_qp(struct ib_pd *pd, struct ib_cq *cq)
 		return ERR_PTR(ret);
 	}
 	return qp;
+}
+
+/* an address handle to LID 1 (port 1) */
+static struct ib_ah *softib_st_ah(struct ib_pd *pd)
+{
+	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
+
+	rdma_ah_set_dlid(&ah_attr, 1);
+	rdma_ah_set_port_num(&ah_attr, 1);
+	return rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
 }
 
 static int softib_st_recv(struct ib_qp *qp, u64 wr_id)
@@ -190,18 +208,6 @@ static int softib_st_wrid(struct softib_dev *sdev, struct ib_pd *pd,
 static struct ib_qp *softib_st_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
 				     struct ib_sge *sge)
 {
-	struct ib_qp_init_attr init = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.cap = {
-			.max_send_wr = 1,
-			.max_recv_wr = 4,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-		},
-		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.qp_type = IB_QPT_RC,
-	};
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT,
 		.pkey_index = 0,
@@ -215,7 +221,7 @@ static struct ib_qp *softib_st_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
 	struct ib_qp *qp;
 	int ret;
 
-	qp = ib_create_qp(pd, &init);
+	qp = softib_st_reset_qp(pd, cq, IB_QPT_RC, 1);
 	if (IS_ERR(qp))
 		return qp;
 	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
@@ -290,7 +296,6 @@ static int softib_st_ud_to_rc(struct softib_dev *sdev, struct ib_pd *pd,
 			      struct ib_cq *cq)
 {
 	atomic64_t *no_qp = &softib_port(sdev, 1)->cnt.drops[SOFTIB_DROP_NO_QP];
-	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
 	struct ib_qp *rc = NULL, *ud = NULL;
 	struct ib_sge rsge, ssge;
 	struct ib_ud_wr wr = {};
@@ -327,9 +332,7 @@ static int softib_st_ud_to_rc(struct softib_dev *sdev, struct ib_pd *pd,
 	ret = softib_st_to_rts(ud);
 	if (ret)
 		goto out;
-	rdma_ah_set_dlid(&ah_attr, 1);
-	rdma_ah_set_port_num(&ah_attr, 1);
-	ah = rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	ah = softib_st_ah(pd);
 	if (IS_ERR(ah)) {
 		ret = PTR_ERR(ah);
 		ah = NULL;
@@ -377,24 +380,6 @@ out:
 }
 
 /* ---- qpstate: WRs posted in each state ---- */
-
-static struct ib_qp *softib_st_reset_qp(struct ib_pd *pd, struct ib_cq *cq)
-{
-	struct ib_qp_init_attr init = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.cap = {
-			.max_send_wr = 4,
-			.max_recv_wr = 4,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-		},
-		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.qp_type = IB_QPT_UD,
-	};
-
-	return ib_create_qp(pd, &init);
-}
 
 static int softib_st_to_state(struct ib_qp *qp, enum ib_qp_state state)
 {
@@ -450,7 +435,6 @@ static int softib_st_qpstate(struct softib_dev *sdev, struct ib_pd *pd,
 {
 	static const u64 none[1], flushed[] = { 0xf3 };
 	static const u64 sent[] = { 0xe0, 0xf0, 0xe1, 0xf1, 0xe2, 0xf2 };
-	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
 	struct ib_qp *tx = NULL, *rx = NULL;
 	struct ib_sge rsge[3], ssge;
 	struct ib_ah *ah = NULL;
@@ -473,15 +457,13 @@ static int softib_st_qpstate(struct softib_dev *sdev, struct ib_pd *pd,
 		.length = 64,
 		.lkey = pd->local_dma_lkey,
 	};
-	rx = softib_st_reset_qp(pd, cq);
-	tx = IS_ERR(rx) ? NULL : softib_st_reset_qp(pd, cq);
+	rx = softib_st_reset_qp(pd, cq, IB_QPT_UD, 4);
+	tx = IS_ERR(rx) ? NULL : softib_st_reset_qp(pd, cq, IB_QPT_UD, 4);
 	if (IS_ERR_OR_NULL(rx) || IS_ERR(tx)) {
 		ret = IS_ERR(rx) ? PTR_ERR(rx) : PTR_ERR(tx);
 		goto out_null;
 	}
-	rdma_ah_set_dlid(&ah_attr, 1);
-	rdma_ah_set_port_num(&ah_attr, 1);
-	ah = rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	ah = softib_st_ah(pd);
 	if (IS_ERR(ah)) {
 		ret = PTR_ERR(ah);
 		ah = NULL;
@@ -870,7 +852,6 @@ static int softib_st_off_udp(struct softib_st_off *t, bool fill, bool corrupt)
 static int softib_st_offload(struct softib_dev *sdev, struct ib_pd *pd,
 			     struct ib_cq *cq)
 {
-	struct rdma_ah_attr ah_attr = { .type = RDMA_AH_ATTR_TYPE_IB };
 	struct ib_qp_init_attr init = {
 		.send_cq = cq,
 		.recv_cq = cq,
@@ -920,9 +901,7 @@ static int softib_st_offload(struct softib_dev *sdev, struct ib_pd *pd,
 		if (ret)
 			goto out;
 	}
-	rdma_ah_set_dlid(&ah_attr, 1);
-	rdma_ah_set_port_num(&ah_attr, 1);
-	t.ah = rdma_create_ah(pd, &ah_attr, RDMA_CREATE_AH_SLEEPABLE);
+	t.ah = softib_st_ah(pd);
 	if (IS_ERR(t.ah)) {
 		ret = PTR_ERR(t.ah);
 		t.ah = NULL;
