@@ -426,6 +426,24 @@ ipoib_module_path() {
 SOFTIB_SYS=/sys/class/infiniband/softib0
 SOFTIB_DBG=/sys/kernel/debug/softib/softib0
 
+# softib_objs: softib's live verbs objects, "pd N ah N ..." on one line
+softib_objs() {
+	xargs <"$SOFTIB_DBG/objects"
+}
+
+# softib_objs_le SNAPSHOT: softib holds no more of any object than in
+# SNAPSHOT (a softib_objs line)
+softib_objs_le() {
+	local -a a b
+	local i
+
+	read -ra a <<<"$1"
+	read -ra b <<<"$(softib_objs)"
+	for ((i = 1; i < ${#a[@]}; i += 2)); do
+		((${b[i]:-0} <= ${a[i]})) || return 1
+	done
+}
+
 # softib_ports_active [N...]: ports (default 1 and 2) are ACTIVE
 softib_ports_active() {
 	local p ports=("$@")

@@ -36,20 +36,6 @@ LIMIT_MS=$((1000 * ${TIMEOUT_SCALE:-1}))
 ktap_header 7
 ktap_diag "IPOIB=$IPOIB"
 
-objs() {
-	xargs <"$SOFTIB_DBG/objects"
-}
-# objs_le SNAPSHOT: softib holds no more of any object than in SNAPSHOT
-objs_le() {
-	local -a a b
-	local i
-
-	read -ra a <<<"$1"
-	read -ra b <<<"$(objs)"
-	for ((i = 1; i < ${#a[@]}; i += 2)); do
-		((${b[i]:-0} <= ${a[i]})) || return 1
-	done
-}
 # rc_count PORT: RC QPs on softib0's port PORT
 rc_count() {
 	rdma res show qp link "softib0/$1" 2>/dev/null | grep -c 'type RC'
@@ -77,7 +63,7 @@ modprobe ib_cm
 load_softib && slowwait 10 softib_ports_active >/dev/null
 ktap_result $? "softib" || ktap_finish
 defer unload_softib
-objs_base=$(objs)
+objs_base=$(softib_objs)
 load_ipoib recv_queue_size=32 && slowwait 10 test -d /sys/class/net/ib1 >/dev/null
 ktap_result $? "ib_ipoib recv_queue_size=32" || ktap_finish
 defer unload_ipoib
@@ -198,8 +184,8 @@ t0=$EPOCHREALTIME
 unload_ipoib
 check_err $? "rmmod ib_ipoib"
 ktap_diag "ib_ipoib unloaded in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
-slowwait 10 objs_le "$objs_base" >/dev/null
-check_err $? "without ib_ipoib, softib objects before: $objs_base; after: $(objs)"
+slowwait 10 softib_objs_le "$objs_base" >/dev/null
+check_err $? "without ib_ipoib, softib objects before: $objs_base; after: $(softib_objs)"
 log_test "no leak: softib's objects back where they were once ib_ipoib is unloaded"
 
 ktap_finish

@@ -33,21 +33,6 @@ SEED=${SEED:-10}
 ktap_header 8
 ktap_diag "IPOIB=$IPOIB"
 
-objs() {
-	xargs <"$SOFTIB_DBG/objects"
-}
-# objs_le SNAPSHOT: softib holds no more of any object than in SNAPSHOT
-objs_le() {
-	local -a a b
-	local i
-
-	read -ra a <<<"$1"
-	read -ra b <<<"$(objs)"
-	for ((i = 1; i < ${#a[@]}; i += 2)); do
-		((${b[i]:-0} <= ${a[i]})) || return 1
-	done
-}
-
 # The leak check (result 8) compares what softib holds after ib_ipoib is
 # unloaded with what it held before ib_ipoib was loaded: every object the
 # driver made for the hostile traffic must be gone then, in both drivers.
@@ -58,7 +43,7 @@ ipoib_fabric_up
 ktap_result $? "ib0/ib1 in two netns get carrier" || ktap_finish
 unload_ipoib
 sleep 1
-objs_base=$(objs)
+objs_base=$(softib_objs)
 ipoib_fabric_reload || ktap_diag "ib0/ib1 did not get carrier again after the baseline"
 ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
 hw=$(ipoib_hwaddr "$B" ib1)
@@ -85,7 +70,7 @@ both_up() {
 if [[ $IPOIB == ours ]]; then
 	both_down
 	sleep 1
-	objs_down=$(objs)
+	objs_down=$(softib_objs)
 	both_up || ktap_diag "ib0/ib1 did not get carrier again after the baseline"
 	ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
 fi
@@ -177,13 +162,13 @@ check_err $? "SUnreclaim grew by $((sunr1 - sunr0)) kB"
 ktap_diag "SUnreclaim ${sunr0} kB -> ${sunr1} kB"
 if [[ $IPOIB == ours ]]; then
 	both_down
-	slowwait 10 objs_le "$objs_down" >/dev/null
-	check_err $? "with ib0/ib1 down, softib objects before: $objs_down; after: $(objs)"
+	slowwait 10 softib_objs_le "$objs_down" >/dev/null
+	check_err $? "with ib0/ib1 down, softib objects before: $objs_down; after: $(softib_objs)"
 fi
 unload_ipoib
-slowwait 10 objs_le "$objs_base" >/dev/null
+slowwait 10 softib_objs_le "$objs_base" >/dev/null
 rc=$?
-objs_end=$(objs)
+objs_end=$(softib_objs)
 check_err $rc "without ib_ipoib, softib objects before: $objs_base; after: $objs_end"
 ktap_diag "softib objects without ib_ipoib, before: $objs_base; after: $objs_end"
 log_test "no leak: softib's objects back where they were once ib_ipoib is unloaded, SUnreclaim within 8 MB"
