@@ -298,7 +298,10 @@ unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv)
 
 	if (priv->srq)
 		return priv->rx_size + 1;
-	room = priv->ca->attrs.max_cqe - priv->rx_size - 1;
+	/* an HCA whose CQ cannot even hold the UD ring gets no passive QPs */
+	room = 0;
+	if (priv->ca->attrs.max_cqe > priv->rx_size + 1)
+		room = priv->ca->attrs.max_cqe - priv->rx_size - 1;
 	priv->cm_nonsrq_max = min(ipoib_max_nonsrq_conn_qp,
 				  room / priv->rx_size);
 	return priv->rx_size * priv->cm_nonsrq_max + 1;
