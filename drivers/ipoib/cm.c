@@ -701,8 +701,10 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	rep.starting_psn = psn;
 	ret = ib_send_cm_rep(id, &rep);
 	if (ret) {
-		netdev_warn(priv->dev, "cannot accept a connection: REP failed: %d\n",
-			    ret);
+		/* a peer's REQs make these: keep the log from flooding */
+		if (net_ratelimit())
+			netdev_warn(priv->dev, "cannot accept a connection: REP failed: %d\n",
+				    ret);
 		ipoib_cm_rx_error(rx);
 	}
 	ipoib_dbg(priv, "accepted a connection from QPN 0x%06x\n",
@@ -1421,8 +1423,10 @@ static void ipoib_cm_rep(struct ipoib_cm_tx *tx, const struct ib_cm_event *ev)
 					      U32_MAX);
 	}
 	if (ret) {
-		netdev_warn(priv->dev, "connection to QPN 0x%06x: bad REP (MTU %u) or QP error %d\n",
-			    tx->qpn, mtu, ret);
+		/* the REP is the peer's to make bad: rate-limited */
+		if (net_ratelimit())
+			netdev_warn(priv->dev, "connection to QPN 0x%06x: bad REP (MTU %u) or QP error %d\n",
+				    tx->qpn, mtu, ret);
 		ib_send_cm_rej(tx->id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
 			       NULL, 0);
 		ipoib_cm_tx_close(tx, true);
