@@ -168,7 +168,6 @@ static int ipoib_cm_post_rx(struct ipoib_dev_priv *priv,
 		.num_sge = IPOIB_CM_SGE,
 	};
 	unsigned int j;
-	int ret;
 
 	for (j = 0; j < IPOIB_CM_SGE; j++) {
 		sge[j].addr = buf->mapping[j];
@@ -177,10 +176,7 @@ static int ipoib_cm_post_rx(struct ipoib_dev_priv *priv,
 	}
 	if (!rx)
 		return ib_post_srq_recv(priv->srq, &wr, NULL);
-	ret = ib_post_recv(rx->qp, &wr, NULL);
-	if (!ret)
-		rx->posted++;
-	return ret;
+	return ib_post_recv(rx->qp, &wr, NULL);
 }
 
 /*
@@ -207,6 +203,16 @@ static int ipoib_cm_fill_ring(struct ipoib_dev_priv *priv,
 			ret = ipoib_cm_post_rx(priv, rx, i);
 		if (ret)
 			break;
+		/*
+		 * Counted after the post: a flush NAPI counts in between
+		 * takes it below zero and back, and a NEW connection is
+		 * never made dead by it (ipoib_cm_rx_put())
+		 */
+		if (rx) {
+			spin_lock_irq(&priv->lock);
+			rx->posted++;
+			spin_unlock_irq(&priv->lock);
+		}
 	}
 	if (!rx)
 		priv->srq_fill_next = i;
@@ -844,11 +850,20 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
 			priv->cm_draining = false;
 			spin_unlock_irq(&priv->lock);
 			/*
-			 * Completions of these may still come: destroyed now,
-			 * while NAPI runs, the QPs' completions are purged
-			 * before ipoib_transport_down() polls the CQ itself
+			 * Destroying the QPs purges their completions from
+			 * the CQ, but a NAPI poll may hold one it took
+			 * before, and reads wc->qp->qp_context: NAPI is off
+			 * while they go, then polls whatever came meanwhile.
 			 */
+			if (priv->transport_up)
+				napi_disable(&priv->napi);
 			ipoib_cm_reap_work(&priv->cm_reap_work);
+			if (priv->transport_up) {
+				local_bh_disable();
+				napi_enable(&priv->napi);
+				napi_schedule(&priv->napi);
+				local_bh_enable();
+			}
 			break;
 		}
 		spin_unlock_irq(&priv->lock);
@@ -868,13 +883,33 @@ void ipoib_cm_stop(struct ipoib_dev_priv *priv)
  * schedules a poll if nothing else does. A connection's own ring fails
  * only with its QP, which is going away with the ring.
  */
+/*
+ * Without an SRQ, a receive of rx's own ring is gone for good (flushed,
+ * or its repost failed). rx->posted counts the receives the HCA holds
+ * plus the one NAPI is handling, and only drops under priv->lock: so
+ * ipoib_cm_rx_error() cannot find it 0, and the connection dead, while
+ * NAPI still uses rx. The last one of a connection in ERROR makes it
+ * dead; NAPI does not touch rx after that.
+ */
+static void ipoib_cm_rx_put(struct ipoib_dev_priv *priv,
+			    struct ipoib_cm_rx *rx)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (!--rx->posted && rx->state == IPOIB_CM_RX_ERROR)
+		ipoib_cm_rx_dead(priv, rx);
+	spin_unlock_irqrestore(&priv->lock, flags);
+}
+
 static void ipoib_cm_repost(struct ipoib_dev_priv *priv,
 			    struct ipoib_cm_rx *rx, unsigned int i)
 {
 	int ret;
 
 	if (!priv->srq) {
-		ipoib_cm_post_rx(priv, rx, i);
+		if (ipoib_cm_post_rx(priv, rx, i))
+			ipoib_cm_rx_put(priv, rx);
 		return;
 	}
 	ret = ipoib_cm_post_rx(priv, NULL, i);
@@ -911,7 +946,7 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 	struct ipoib_cm_rx_buf *buf;
 	struct sk_buff *skb, *fresh;
 	unsigned int len, used, j;
-	unsigned long flags, pooled = 0;
+	unsigned long pooled = 0;
 
 	if (i >= priv->rx_size) {
 		netdev_warn_once(priv->dev, "CM receive with wr_id 0x%llx\n",
@@ -919,8 +954,6 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		return;
 	}
 	buf = priv->srq ? &priv->srq_ring[i] : &rx->ring[i];
-	if (!priv->srq)
-		rx->posted--;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
@@ -939,11 +972,8 @@ static void ipoib_cm_handle_rx(struct ipoib_dev_priv *priv, struct ib_wc *wc)
 		if (priv->srq) {
 			/* the SRQ lives on: give the buffer back */
 			ipoib_cm_repost(priv, NULL, i);
-		} else if (!rx->posted) {
-			spin_lock_irqsave(&priv->lock, flags);
-			if (rx->state == IPOIB_CM_RX_ERROR)
-				ipoib_cm_rx_dead(priv, rx);
-			spin_unlock_irqrestore(&priv->lock, flags);
+		} else {
+			ipoib_cm_rx_put(priv, rx);
 		}
 		return;
 	}

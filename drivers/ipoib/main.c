@@ -610,6 +610,8 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	flush_work(&priv->cm_reap_work);
 	flush_work(&priv->cm_tx_reap_work);
 	flush_work(&priv->cm_tx_free_work);
+	/* an async event of a QP the reaper was destroying may have armed it */
+	cancel_delayed_work_sync(&priv->cm_stale_work);
 	cancel_work_sync(&priv->restart_work);
 	cancel_work_sync(&priv->rx_mode_work);
 	cancel_work_sync(&priv->carrier_work);
