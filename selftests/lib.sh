@@ -388,9 +388,11 @@ unload_ipoib() {
 
 # ipoib_quiesce: every IPoIB interface down, in every netns, and wait for
 # the RC QPs of connected mode to go. In-tree destroys a closed
-# connection's QP from a work item that can lose the race with the
-# device's cleanup on rmmod ("Destroy of kernel CQ shouldn't fail"); the
-# tests unload modules, they are not about that race.
+# connection's QP from a work item (queued by ndo_stop, flushed only
+# after ndo_uninit has freed the CQs) that can lose the race with the
+# device's cleanup, on rmmod or when a child is removed while up ("Destroy
+# of kernel CQ shouldn't fail"); the tests unload modules and remove
+# children in their cleanup, they are not about that race.
 ipoib_quiesce() {
 	local ns dev
 

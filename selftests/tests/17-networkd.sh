@@ -39,6 +39,9 @@ networkd_stop() {
 	# its PID, not pgrep -f: a "sh -c ... pgrep -f PATTERN" matches itself
 	[[ -n $nd_pid ]] && kill "$nd_pid" 2>/dev/null && wait "$nd_pid" 2>/dev/null
 	guest_udevd_stop
+	# connected-mode children go down and lose their RC QPs first (see
+	# ipoib_quiesce in lib.sh)
+	ipoib_quiesce
 	ip link del ib0.8001 2>/dev/null
 	ip link del ib0.8002 2>/dev/null
 	ip link del ib0.8101 2>/dev/null

@@ -35,8 +35,12 @@ nm_stop() {
 	[[ -s /run/dbus/pid ]] && kill "$(</run/dbus/pid)" 2>/dev/null
 	rm -f /run/dbus/pid
 	guest_udevd_stop
-	# a partition NM left behind (ours and in-tree take it back alike)
-	[[ -e /sys/class/net/ib0.8001 ]] && echo 0x8001 >/sys/class/net/ib0/delete_child 2>/dev/null
+	# a partition NM left behind (ours and in-tree take it back alike),
+	# down and without RC QPs first: see ipoib_quiesce in lib.sh
+	if [[ -e /sys/class/net/ib0.8001 ]]; then
+		ipoib_quiesce
+		echo 0x8001 >/sys/class/net/ib0/delete_child 2>/dev/null
+	fi
 	rm -rf "$NMDIR"
 }
 
