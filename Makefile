@@ -50,7 +50,7 @@ all: module
 module:
 	@test -d $(KDIR) || { echo "error: no kernel build tree at $(KDIR);" \
 		"install linux-headers-$(KVER) or pass KVER=/KDIR=" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) IPOIB_NG_WERROR=1 modules
 
 clean:
 	@test ! -d $(KDIR) || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
@@ -61,11 +61,11 @@ style:
 
 sparse:
 	@test -d $(KDIR) || { echo "error: no kernel build tree at $(KDIR)" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 | \
+	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" IPOIB_NG_WERROR=1 modules 2>&1 | \
 		tee .sparse.log; ! grep -E '(warning|error):' .sparse.log
 
 install: module
-	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	$(MAKE) -C $(KDIR) M=$(CURDIR) IPOIB_NG_WERROR=1 INSTALL_MOD_DIR=updates modules_install
 	depmod -a $(KVER)
 
 # dkms-install is idempotent: the same sources keep their builds, changed
@@ -101,7 +101,7 @@ dkms-uninstall:
 # one, else from this directory's files: never from local objects.
 DEB_DIR := .build/deb
 deb:
-	@$(VM)/deps.sh debhelper dh-dkms lintian
+	@$(VM)/deps.sh --only build-essential debhelper dh-dkms lintian git
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/src
 	@if git -C $(CURDIR) rev-parse --git-dir >/dev/null 2>&1; then \

@@ -78,7 +78,7 @@ install_set() {
 }
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..8"
 
 run_deps "" "" ""
 if ((RC == 0)) && [[ -z $LOG && -z $OUT ]]; then
@@ -110,6 +110,25 @@ if ((RC == 0)) && [[ $(install_set) == debootstrap ]]; then
 else
 	not_ok "deps: an extra package named on the command line is installed when missing" \
 		"exit $RC" "apt-get: $LOG"
+fi
+
+# dpkg-buildpackage wants build-essential:native; gcc and make do not
+# provide it, so a machine with only those fails "make deb"
+run_deps "build-essential" "" ""
+if ((RC == 0)) && [[ $(install_set) == build-essential ]]; then
+	ok "deps: build-essential is in the list (dpkg-buildpackage checks it)"
+else
+	not_ok "deps: build-essential is in the list (dpkg-buildpackage checks it)" \
+		"exit $RC" "asked to install: '$(install_set)'"
+fi
+
+# --only: exactly the named packages, none of the test tool chain
+run_deps "qemu-system-x86 debhelper" "" "" --only debhelper lintian
+if ((RC == 0)) && [[ $(install_set) == debhelper ]]; then
+	ok "deps --only: installs only the named packages that are missing"
+else
+	not_ok "deps --only: installs only the named packages that are missing" \
+		"exit $RC" "asked to install: '$(install_set)', want 'debhelper'" "output: $OUT"
 fi
 
 run_deps "iperf3 no-such-pkg" "" "no-such-pkg" no-such-pkg

@@ -8,18 +8,28 @@
 # and "apt-get install" for exactly the missing ones. On failure it names
 # the packages and prints apt's own error lines, and exits non-zero.
 #
-# Extra packages can be asked for on the command line (deps.sh debootstrap).
+# Extra packages can be asked for on the command line (deps.sh debootstrap);
+# "deps.sh --only PKG..." installs just those (make deb: the package's
+# build dependencies, not the test tool chain).
 
 set -euo pipefail
 
+# build-essential: dpkg-buildpackage checks for it (build-essential:native)
+# whatever Build-Depends says; gcc and make alone do not satisfy it.
 PKGS=(
 	qemu-system-x86 busybox-static cpio kmod iproute2 iperf3 iputils-ping
 	ethtool infiniband-diags rdma-core sparse linux-source-6.1 make gcc
+	build-essential
 	xz-utils python3 procps coreutils util-linux git bc flex bison
 	libelf-dev libssl-dev
 	dkms debhelper dh-dkms lintian udev systemd ifupdown network-manager dbus
 )
+if [[ ${1:-} == --only ]]; then
+	shift
+	PKGS=()
+fi
 PKGS+=("$@")
+((${#PKGS[@]})) || exit 0
 
 die() { echo "deps: $*" >&2; exit 1; }
 
