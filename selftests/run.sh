@@ -85,7 +85,7 @@ shadow_build() {
 		mkdir -p "$b/$(dirname "$f")"
 		ln -sfn "$ROOT/$f" "$b/$f"
 	done
-	make -C "$kdir" M="$ROOT/$b" -j"$(nproc)" \
+	make -C "$kdir" M="$ROOT/$b" -j"$(nproc)" IPOIB_NG_WERROR=1 \
 		"$@" modules >"$b/build.log" 2>&1
 }
 
