@@ -39,7 +39,11 @@
 #include "ipoib.h"
 
 unsigned int ipoib_max_nonsrq_conn_qp = 128;
-module_param_named(max_nonsrq_conn_qp, ipoib_max_nonsrq_conn_qp, uint, 0444);
+static const struct ipoib_param_range ipoib_max_nonsrq_conn_qp_range =
+	IPOIB_PARAM_RANGE(ipoib_max_nonsrq_conn_qp, 0, 4096);
+module_param_cb(max_nonsrq_conn_qp, &ipoib_param_range_ops, (void *)&ipoib_max_nonsrq_conn_qp_range,
+		0444);
+__MODULE_PARM_TYPE(max_nonsrq_conn_qp, "uint");
 MODULE_PARM_DESC(max_nonsrq_conn_qp,
 		 "Max number of connected-mode QPs per interface (applied only if shared receive queue is not available)");
 
@@ -50,12 +54,20 @@ MODULE_PARM_DESC(max_nonsrq_conn_qp,
  * peer reconnects when it next has traffic, as after the idle timeout).
  */
 unsigned int ipoib_max_cm_passive = 4096;
-module_param_named(max_cm_passive, ipoib_max_cm_passive, uint, 0444);
+static const struct ipoib_param_range ipoib_max_cm_passive_range =
+	IPOIB_PARAM_RANGE(ipoib_max_cm_passive, 1, 1048576);
+module_param_cb(max_cm_passive, &ipoib_param_range_ops, (void *)&ipoib_max_cm_passive_range,
+		0444);
+__MODULE_PARM_TYPE(max_cm_passive, "uint");
 MODULE_PARM_DESC(max_cm_passive,
 		 "Max connections peers may open to one interface; at the limit a new one is refused and the least recently active one closed (default 4096)");
 
 unsigned int ipoib_max_cm_active = 4096;
-module_param_named(max_cm_active, ipoib_max_cm_active, uint, 0444);
+static const struct ipoib_param_range ipoib_max_cm_active_range =
+	IPOIB_PARAM_RANGE(ipoib_max_cm_active, 1, 1048576);
+module_param_cb(max_cm_active, &ipoib_param_range_ops, (void *)&ipoib_max_cm_active_range,
+		0444);
+__MODULE_PARM_TYPE(max_cm_active, "uint");
 MODULE_PARM_DESC(max_cm_active,
 		 "Max connections one interface opens to peers; at the limit the least recently used one is closed and the new peer reached over datagrams for a second (default 4096)");
 

@@ -513,6 +513,19 @@ extern unsigned int ipoib_send_queue_size;
 extern unsigned int ipoib_recv_queue_size;
 extern unsigned int ipoib_debug_level;
 
+/* param.c: a numeric parameter with a range (see there for bad values) */
+struct ipoib_param_range {
+	unsigned int *val;
+	unsigned int min;
+	unsigned int max;
+};
+
+extern const struct kernel_param_ops ipoib_param_range_ops;
+void ipoib_params_set_live(void);
+
+#define IPOIB_PARAM_RANGE(var, lo, hi)					\
+	{ .val = &(var), .min = (lo), .max = (hi) }
+
 /*
  * Tracing that an admin switches on with the debug_level parameter (as
  * in-tree), without dynamic debug; lands in the kernel log at KERN_DEBUG.

@@ -20,9 +20,17 @@ unsigned int ipoib_send_queue_size = 128;
 unsigned int ipoib_recv_queue_size = 256;
 unsigned int ipoib_debug_level;
 
-module_param_named(send_queue_size, ipoib_send_queue_size, uint, 0444);
+static const struct ipoib_param_range ipoib_send_queue_size_range =
+	IPOIB_PARAM_RANGE(ipoib_send_queue_size, 128, IPOIB_MAX_QUEUE_SIZE);
+module_param_cb(send_queue_size, &ipoib_param_range_ops, (void *)&ipoib_send_queue_size_range,
+		0444);
+__MODULE_PARM_TYPE(send_queue_size, "uint");
 MODULE_PARM_DESC(send_queue_size, "Number of descriptors in send queue (128-8192, power of two)");
-module_param_named(recv_queue_size, ipoib_recv_queue_size, uint, 0444);
+static const struct ipoib_param_range ipoib_recv_queue_size_range =
+	IPOIB_PARAM_RANGE(ipoib_recv_queue_size, 2, IPOIB_MAX_QUEUE_SIZE);
+module_param_cb(recv_queue_size, &ipoib_param_range_ops, (void *)&ipoib_recv_queue_size_range,
+		0444);
+__MODULE_PARM_TYPE(recv_queue_size, "uint");
 MODULE_PARM_DESC(recv_queue_size, "Number of descriptors in receive queue (2-8192)");
 module_param_named(debug_level, ipoib_debug_level, uint, 0644);
 MODULE_PARM_DESC(debug_level, "Enable debug tracing if > 0");
@@ -772,34 +780,21 @@ static void ipoib_remove_one(struct ib_device *ca, void *client_data)
 	kfree(hca);
 }
 
-/*
- * Clamp a ring size into what the driver supports, as in-tree does, but
- * say so: a silently different ring size makes tuning guesswork.
- */
-static void __init ipoib_check_param(const char *name, unsigned int *val,
-				     unsigned int min, unsigned int max,
-				     bool pow2)
-{
-	unsigned int v = clamp(*val, min, max);
-
-	if (pow2)
-		v = roundup_pow_of_two(v);
-	if (v != *val)
-		pr_warn("%s=%u is outside %u..%u%s: using %u\n", name, *val, min,
-			max, pow2 ? " or not a power of two" : "", v);
-	*val = v;
-}
-
 static int __init ipoib_init_module(void)
 {
 	int ret;
 
-	ipoib_check_param("send_queue_size", &ipoib_send_queue_size, 128,
-			  IPOIB_MAX_QUEUE_SIZE, true);
-	ipoib_check_param("recv_queue_size", &ipoib_recv_queue_size, 2,
-			  IPOIB_MAX_QUEUE_SIZE, false);
-	ipoib_check_param("max_nonsrq_conn_qp", &ipoib_max_nonsrq_conn_qp, 0,
-			  4096, false);
+	/*
+	 * The parameters' ranges are enforced as they are parsed (param.c);
+	 * the send ring's index arithmetic also wants a power of two, as
+	 * in-tree, and a silently different ring size makes tuning guesswork.
+	 */
+	if (!is_power_of_2(ipoib_send_queue_size)) {
+		pr_warn("send_queue_size=%u is not a power of two: using %lu\n",
+			ipoib_send_queue_size,
+			roundup_pow_of_two(ipoib_send_queue_size));
+		ipoib_send_queue_size = roundup_pow_of_two(ipoib_send_queue_size);
+	}
 
 	ipoib_wq = alloc_workqueue(KBUILD_MODNAME, WQ_MEM_RECLAIM, 0);
 	if (!ipoib_wq)
@@ -818,6 +813,7 @@ static int __init ipoib_init_module(void)
 	ret = ib_register_client(&ipoib_client);
 	if (ret)
 		goto err_netlink_exit;
+	ipoib_params_set_live();
 	return 0;
 
 err_netlink_exit:

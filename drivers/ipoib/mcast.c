@@ -35,33 +35,18 @@
 unsigned int ipoib_max_sendonly = 1024;
 unsigned int ipoib_max_full_groups = 512;
 
-/* insmod and sysfs writes alike: a value out of range is refused */
-static int ipoib_max_groups_set(const char *val,
-				const struct kernel_param *kp)
-{
-	unsigned int v;
-	int ret;
-
-	ret = kstrtouint(val, 0, &v);
-	if (ret || !v || v > IPOIB_MAX_GROUPS_MAX) {
-		pr_warn("ib_ipoib: %s refused: give a number in 1..%u\n",
-			kp->name, IPOIB_MAX_GROUPS_MAX);
-		return -EINVAL;
-	}
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
-}
-
-static const struct kernel_param_ops ipoib_max_groups_ops = {
-	.set = ipoib_max_groups_set,
-	.get = param_get_uint,
-};
-module_param_cb(max_sendonly, &ipoib_max_groups_ops, &ipoib_max_sendonly,
+static const struct ipoib_param_range ipoib_max_sendonly_range =
+	IPOIB_PARAM_RANGE(ipoib_max_sendonly, 1, IPOIB_MAX_GROUPS_MAX);
+module_param_cb(max_sendonly, &ipoib_param_range_ops, (void *)&ipoib_max_sendonly_range,
 		0644);
+__MODULE_PARM_TYPE(max_sendonly, "uint");
 MODULE_PARM_DESC(max_sendonly,
 		 "Most send-only multicast groups per interface (1-65536, default 1024)");
-module_param_cb(max_full_groups, &ipoib_max_groups_ops,
-		&ipoib_max_full_groups, 0644);
+static const struct ipoib_param_range ipoib_max_full_groups_range =
+	IPOIB_PARAM_RANGE(ipoib_max_full_groups, 1, IPOIB_MAX_GROUPS_MAX);
+module_param_cb(max_full_groups, &ipoib_param_range_ops, (void *)&ipoib_max_full_groups_range,
+		0644);
+__MODULE_PARM_TYPE(max_full_groups, "uint");
 MODULE_PARM_DESC(max_full_groups,
 		 "Most multicast groups joined as full member per interface, the broadcast group aside (1-65536, default 512)");
 

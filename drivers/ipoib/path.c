@@ -27,27 +27,11 @@
 
 unsigned int ipoib_max_paths = 4096;
 
-/* insmod and sysfs writes alike: a value out of range is refused */
-static int ipoib_max_paths_set(const char *val, const struct kernel_param *kp)
-{
-	unsigned int v;
-	int ret;
-
-	ret = kstrtouint(val, 0, &v);
-	if (ret || v < IPOIB_MAX_PATHS_MIN || v > IPOIB_MAX_PATHS_MAX) {
-		pr_warn("ib_ipoib: max_paths refused: give a number in %u..%u\n",
-			IPOIB_MAX_PATHS_MIN, IPOIB_MAX_PATHS_MAX);
-		return -EINVAL;
-	}
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
-}
-
-static const struct kernel_param_ops ipoib_max_paths_ops = {
-	.set = ipoib_max_paths_set,
-	.get = param_get_uint,
-};
-module_param_cb(max_paths, &ipoib_max_paths_ops, &ipoib_max_paths, 0644);
+static const struct ipoib_param_range ipoib_max_paths_range =
+	IPOIB_PARAM_RANGE(ipoib_max_paths, IPOIB_MAX_PATHS_MIN, IPOIB_MAX_PATHS_MAX);
+module_param_cb(max_paths, &ipoib_param_range_ops, (void *)&ipoib_max_paths_range,
+		0644);
+__MODULE_PARM_TYPE(max_paths, "uint");
 MODULE_PARM_DESC(max_paths,
 		 "Most unicast paths per interface (16-1048576, default 4096); beyond it the least recently used idle path is forgotten");
 
