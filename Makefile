@@ -32,6 +32,7 @@ PACKAGE_NAME := ipoib-ng
 VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$$/\1/p' dkms.conf)
 DKMS_SRC := /usr/src/$(PACKAGE_NAME)-$(VERSION)
 UDEV_RULE := udev/76-ipoib-ng.rules
+KERNEL_HOOK := /etc/kernel/postinst.d/ipoib-ng
 
 # Test kernels: Debian bookworm metapackage per kernel series.
 KSER ?= 6.1 6.12
@@ -86,11 +87,12 @@ dkms-install:
 		dkms add -m $(PACKAGE_NAME) -v $(VERSION)
 	dkms install -m $(PACKAGE_NAME) -v $(VERSION)
 	install -D -m 644 $(UDEV_RULE) /etc/udev/rules.d/$(notdir $(UDEV_RULE))
+	install -D -m 755 scripts/kernel-postinst $(KERNEL_HOOK)
 	-@udevadm control --reload 2>/dev/null
 
 dkms-uninstall:
 	@command -v dkms >/dev/null || { echo "error: dkms is not installed" >&2; exit 1; }
-	rm -f /etc/udev/rules.d/$(notdir $(UDEV_RULE))
+	rm -f /etc/udev/rules.d/$(notdir $(UDEV_RULE)) $(KERNEL_HOOK)
 	@if dkms status -m $(PACKAGE_NAME) -v $(VERSION) | grep -q .; then \
 		echo "dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all"; \
 		dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all; \
