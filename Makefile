@@ -33,6 +33,8 @@ VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$$/\1/p' dkms.conf)
 DKMS_SRC := /usr/src/$(PACKAGE_NAME)-$(VERSION)
 UDEV_RULE := udev/76-ipoib-ng.rules
 KERNEL_HOOK := /etc/kernel/postinst.d/ipoib-ng
+MODPROBE_CONF := /lib/modprobe.d/ipoib-ng.conf
+MODPROBE_CMD := /usr/lib/ipoib-ng/modprobe-ib_ipoib
 
 # Test kernels: Debian bookworm metapackage per kernel series.
 KSER ?= 6.1 6.12
@@ -88,11 +90,15 @@ dkms-install:
 	dkms install -m $(PACKAGE_NAME) -v $(VERSION)
 	install -D -m 644 $(UDEV_RULE) /etc/udev/rules.d/$(notdir $(UDEV_RULE))
 	install -D -m 755 scripts/kernel-postinst $(KERNEL_HOOK)
+	install -D -m 644 scripts/ipoib-ng-modprobe.conf $(MODPROBE_CONF)
+	install -D -m 755 scripts/modprobe-ib_ipoib $(MODPROBE_CMD)
 	-@udevadm control --reload 2>/dev/null
 
 dkms-uninstall:
 	@command -v dkms >/dev/null || { echo "error: dkms is not installed" >&2; exit 1; }
-	rm -f /etc/udev/rules.d/$(notdir $(UDEV_RULE)) $(KERNEL_HOOK)
+	rm -f /etc/udev/rules.d/$(notdir $(UDEV_RULE)) $(KERNEL_HOOK) \
+		$(MODPROBE_CONF) $(MODPROBE_CMD)
+	-@rmdir $(dir $(MODPROBE_CMD)) 2>/dev/null
 	@if dkms status -m $(PACKAGE_NAME) -v $(VERSION) | grep -q .; then \
 		echo "dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all"; \
 		dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all; \

@@ -45,7 +45,7 @@ RULE=76-ipoib-ng.rules
 # then ignore requests ("Running in chroot, ignoring request").
 export SYSTEMD_IGNORE_CHROOT=1
 
-ktap_header 11
+ktap_header 12
 
 require_cmd dkms dpkg make udevadm modinfo
 ktap_diag "version $VER, kernel $ABI"
@@ -315,6 +315,36 @@ if ((run_deb)); then
 	check_err $? "modprobe softib with the package installed: '$out' (want: ours loaded by udev)"
 	log_test "udev: the package's rule loads ours when its softib registers"
 
+	step "ours cannot load"
+	# A module of ours that the kernel refuses (a signature rejected under
+	# Secure Boot, other symbol versions, a wrong vermagic; here a
+	# truncated file, ENOEXEC): modprobe ib_ipoib loads the in-tree
+	# driver instead and one kernel log line says why.
+	RET=0
+	modprobe -r ib_ipoib 2>/dev/null
+	f=$(mod_path ib_ipoib)
+	cp "$f" /tmp/ipoib-ng-ours.ko && head -c 4096 /tmp/ipoib-ng-ours.ko >"$f"
+	check_err $? "cannot spoil $f"
+	mark=$(dmesg | wc -l)
+	out=$(modprobe ib_ipoib 2>&1)
+	check_err $? "modprobe ib_ipoib with ours spoilt: $out"
+	[[ -d /sys/module/ib_ipoib && ! -e /sys/module/ib_ipoib/version ]]
+	check_err $? "not the in-tree ib_ipoib that runs: $(ipoib_module_path)"
+	log=$(dmesg | tail -n +$((mark + 1)) | grep "ipoib-ng: ib_ipoib from ipoib-ng did not load")
+	[[ $(grep -c . <<<"$log") == 1 ]]
+	check_err $? "not one log line saying why: '$log'"
+	[[ -s /run/ipoib-ng/fallback ]] && grep -q "did not load" /run/ipoib-ng/fallback
+	check_err $? "/run/ipoib-ng/fallback: $(cat /run/ipoib-ng/fallback 2>&1)"
+	ktap_diag "${log#*] }"
+	modprobe -r ib_ipoib && cp /tmp/ipoib-ng-ours.ko "$f" && rm -f /tmp/ipoib-ng-ours.ko
+	check_err $? "cannot put ours back"
+	modprobe ib_ipoib && [[ $(cat /sys/module/ib_ipoib/version 2>/dev/null) == "$VER" ]]
+	check_err $? "ours back: $(ipoib_module_path)"
+	[[ ! -e /run/ipoib-ng/fallback ]]
+	check_err $? "/run/ipoib-ng/fallback still there after ours loaded"
+	modprobe -r ib_ipoib
+	log_test "ours cannot load: modprobe runs the in-tree ib_ipoib, one log line says why"
+
 	step "unsupported kernel"
 	RET=0
 	mkdir -p /lib/modules/5.10.0-99-amd64
@@ -361,7 +391,7 @@ if ((run_deb)); then
 	intree_back "dpkg -r"
 	log_test "dpkg -r: the kernel's ib_ipoib is back, DKMS state and rule gone"
 else
-	for t in "dpkg -i" "udev: the package's rule loads ours" \
+	for t in "dpkg -i" "udev: the package's rule loads ours" "ours cannot load" \
 		"a kernel outside 6.1-6.12: its kernel hooks exit 0" "dpkg -r"; do
 		ktap_skip "$t" "in make check on kernels other than 6.1 only (LONG=1: every kernel)"
 	done
