@@ -45,7 +45,7 @@ RULE=76-ipoib-ng.rules
 # then ignore requests ("Running in chroot, ignoring request").
 export SYSTEMD_IGNORE_CHROOT=1
 
-ktap_header 12
+ktap_header 13
 
 require_cmd dkms dpkg make udevadm modinfo
 ktap_diag "version $VER, kernel $ABI"
@@ -235,9 +235,28 @@ cp "$ROOT/udev/$RULE" /etc/udev/rules.d/ && udevadm control --reload
 out=$(softib_event load_softib)
 [[ $out == "intree mark=1" ]]
 check_err $? "softib with $RULE: '$out' (want: in-tree ib_ipoib, ID_RDMA_INFINIBAND=1)"
+log_test "udev: $RULE loads the kernel's ib_ipoib when softib registers"
+
+# The admin's opt-outs: ib_ipoib taken out of rdma-core's module list, or
+# blacklisted in modprobe.d. The device is still marked InfiniBand.
+RET=0
+IBCONF=/etc/rdma/modules/infiniband.conf
+if [[ -e $IBCONF ]]; then
+	cp "$IBCONF" /tmp/ipoib-ng-ibconf && sed -i 's/^ib_ipoib/# ib_ipoib/' "$IBCONF"
+	out=$(softib_event load_softib)
+	cp /tmp/ipoib-ng-ibconf "$IBCONF"
+	[[ $out == "none mark=1" ]]
+	check_err $? "ib_ipoib commented out in $IBCONF: '$out' (want: nothing loaded, ID_RDMA_INFINIBAND=1)"
+fi
+# udevd's kmod builtin reads modprobe.d when it starts or is reloaded
+echo "blacklist ib_ipoib" >/etc/modprobe.d/ipoib-ng-test.conf && udevadm control --reload
+out=$(softib_event load_softib)
+rm -f /etc/modprobe.d/ipoib-ng-test.conf && udevadm control --reload
+[[ $out == "none mark=1" ]]
+check_err $? "blacklist ib_ipoib in modprobe.d: '$out' (want: nothing loaded, ID_RDMA_INFINIBAND=1)"
 rm -f "/etc/udev/rules.d/$RULE"
 udevadm control --reload
-log_test "udev: $RULE loads the kernel's ib_ipoib when softib registers"
+log_test "udev: $RULE honours ib_ipoib taken out of $IBCONF, and a modprobe.d blacklist"
 
 if ((run_dkms)); then
 	step "make dkms-install"
