@@ -142,6 +142,7 @@ cleanup() {
 	unload_softib
 	udevd_stop
 	dpkg -r ipoib-ng-dkms >/dev/null 2>&1
+	dpkg -r mlnx-ofed-kernel-dkms >/dev/null 2>&1
 	dkms remove -m ipoib-ng -v "$VER" --all >/dev/null 2>&1
 	rm -rf "/usr/src/ipoib-ng-$VER" /var/lib/dkms/ipoib-ng "$WORK" "$TARBALL_DIR" /tmp/ipoib-ng-deb
 	rm -rf "$MODS/updates/dkms"
@@ -310,6 +311,24 @@ if ((run_deb)); then
 	((LONG)) || { mkdir -p "$TARBALL_DIR" &&
 		cp "$PRE/tree/ipoib-ng/$VER/tarball/ipoib-ng-$VER.dkms.tar.gz" "$TARBALL_DIR/"; }
 	check_err $? "cannot place the DKMS tarball"
+	# an OFED host (its kernel package, faked): ours refuses to install
+	mkdir -p /tmp/ipoib-ng-ofed/DEBIAN && cat >/tmp/ipoib-ng-ofed/DEBIAN/control <<-EOF
+		Package: mlnx-ofed-kernel-dkms
+		Version: 24.10-1
+		Architecture: all
+		Maintainer: test <test@example.org>
+		Description: stand-in for MLNX_OFED's kernel modules
+	EOF
+	dpkg-deb -b /tmp/ipoib-ng-ofed /tmp/ipoib-ng-ofed.deb >/dev/null && dpkg -i /tmp/ipoib-ng-ofed.deb >/dev/null
+	check_err $? "cannot install the OFED stand-in"
+	out=$(dpkg -i "$DEB" 2>&1)
+	check_fail $? "dpkg -i on an OFED host succeeded"
+	grep -q "conflicts with mlnx-ofed-kernel-dkms" <<<"$out"
+	check_err $? "dpkg -i on an OFED host: $(tail -n 4 <<<"$out")"
+	ktap_diag "OFED host: $(grep -m1 "conflicts with" <<<"$out")"
+	dpkg -r ipoib-ng-dkms >/dev/null 2>&1
+	dpkg -r mlnx-ofed-kernel-dkms >/dev/null && rm -rf /tmp/ipoib-ng-ofed /tmp/ipoib-ng-ofed.deb
+	check_err $? "cannot remove the OFED stand-in"
 	out=$(dpkg -i "$DEB" 2>&1)
 	check_err $? "dpkg -i failed: $(tail -n 8 <<<"$out")"
 	[[ $(dpkg-query -W -f '${Status}' ipoib-ng-dkms 2>/dev/null) == "install ok installed" ]]
@@ -326,7 +345,7 @@ if ((run_deb)); then
 	ls /usr/share/doc/ipoib-ng-dkms/admin-guide.rst* >/dev/null 2>&1
 	check_err $? "no admin guide in /usr/share/doc/ipoib-ng-dkms"
 	ours_installed "dpkg -i"
-	log_test "dpkg -i: sources, udev rule and docs in place, ours installed for the running kernel"
+	log_test "dpkg -i: refused on an OFED host; sources, udev rule and docs in place, ours installed for the running kernel"
 
 	RET=0
 	out=$(softib_event modprobe softib)
