@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-side test: the Debian package builds with a site's or a backport's
+# version (0.2.0+site1, 0.2.0~bpo12+1, what "dch --local" and backports
+# produce), the modules keep dkms.conf's version, and a changelog at
+# another version is refused with the reason. Builds a copy of the
+# committed tree with dpkg-buildpackage -b. KTAP on stdout; exit 1 on a
+# failure (skipped, exit 0, without debhelper and dh-dkms).
+
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+echo "TAP version 13"
+echo "1..3"
+if ! command -v dpkg-buildpackage >/dev/null || ! command -v dh_dkms >/dev/null; then
+	for i in 1 2 3; do echo "ok $i deb version # SKIP no dpkg-buildpackage or dh_dkms"; done
+	exit 0
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+VER=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' "$ROOT/dkms.conf")
+
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+not_ok() {
+	n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n $1"
+	shift
+	printf '# %s\n' "$@"
+}
+
+# build V: the package from a copy of the tree whose changelog is at V;
+# sets OUT and RC
+build() {
+	rm -rf "$work/src" "$work"/*.deb "$work"/*.buildinfo "$work"/*.changes
+	mkdir -p "$work/src" &&
+		git -C "$ROOT" archive HEAD | tar -x -C "$work/src" &&
+		sed -i "1s/^ipoib-ng ([^)]*)/ipoib-ng ($1)/" "$work/src/debian/changelog" ||
+		{ OUT="cannot copy the tree"; RC=1; return; }
+	OUT=$(cd "$work/src" && timeout 300 dpkg-buildpackage -b -us -uc 2>&1)
+	RC=$?
+}
+
+for v in "$VER+site1" "$VER~bpo12+1"; do
+	build "$v"
+	deb=$work/ipoib-ng-dkms_${v}_all.deb
+	if ((RC == 0)) && [[ -e $deb ]] &&
+	   [[ $(dpkg-deb -f "$deb" Version) == "$v" ]] &&
+	   dpkg-deb -c "$deb" >"$work/list" &&
+	   grep -q "usr/src/ipoib-ng-$VER/dkms.conf" "$work/list"; then
+		ok "a site version builds: package $v, DKMS sources ipoib-ng-$VER"
+	else
+		not_ok "a site version builds: package $v, DKMS sources ipoib-ng-$VER" \
+			"exit $RC" "$(tail -n 5 <<<"$OUT")"
+	fi
+done
+
+build "9.9.9"
+if ((RC != 0)) && grep -q "debian/changelog is at 9.9.9 but dkms.conf at $VER" <<<"$OUT"; then
+	ok "a changelog at another version is refused, naming both"
+else
+	not_ok "a changelog at another version is refused, naming both" \
+		"exit $RC" "$(tail -n 5 <<<"$OUT")"
+fi
+
+((fails == 0))
