@@ -137,7 +137,34 @@ softib_event() {
 	unload_softib
 }
 
+# initramfs_setup: ib_ipoib listed in /etc/initramfs-tools/modules and a
+# stand-in update-initramfs first in PATH that writes its arguments to
+# $UINIT_LOG; initramfs_restore undoes both.
+UINIT_LOG=/tmp/ipoib-ng-update-initramfs
+UINIT_MODS=/etc/initramfs-tools/modules
+UINIT_SET=0
+initramfs_setup() {
+	UINIT_SET=1
+	export PATH=/usr/local/sbin:$PATH
+	mkdir -p "$(dirname "$UINIT_MODS")" /usr/local/sbin
+	{ [[ ! -e $UINIT_MODS ]] || cp "$UINIT_MODS" "$UINIT_MODS.ipoib-ng-test"; } &&
+		echo ib_ipoib >>"$UINIT_MODS" &&
+		printf '#!/bin/sh\necho "$*" >>%s\n' "$UINIT_LOG" >/usr/local/sbin/update-initramfs &&
+		chmod 755 /usr/local/sbin/update-initramfs && : >"$UINIT_LOG"
+}
+initramfs_restore() {
+	((UINIT_SET)) || return 0
+	UINIT_SET=0
+	rm -f /usr/local/sbin/update-initramfs
+	if [[ -e $UINIT_MODS.ipoib-ng-test ]]; then
+		mv "$UINIT_MODS.ipoib-ng-test" "$UINIT_MODS"
+	else
+		sed -i '/^ib_ipoib$/d' "$UINIT_MODS"
+	fi
+}
+
 cleanup() {
+	initramfs_restore 2>/dev/null
 	unload_ipoib
 	unload_softib
 	udevd_stop
@@ -329,6 +356,10 @@ if ((run_deb)); then
 	dpkg -r ipoib-ng-dkms >/dev/null 2>&1
 	dpkg -r mlnx-ofed-kernel-dkms >/dev/null && rm -rf /tmp/ipoib-ng-ofed /tmp/ipoib-ng-ofed.deb
 	check_err $? "cannot remove the OFED stand-in"
+	# a diskless node: ib_ipoib in its initramfs. update-initramfs is a
+	# stand-in that records its arguments (a TCG guest has no initramfs
+	# of the test kernel to rebuild).
+	initramfs_setup
 	out=$(dpkg -i "$DEB" 2>&1)
 	check_err $? "dpkg -i failed: $(tail -n 8 <<<"$out")"
 	[[ $(dpkg-query -W -f '${Status}' ipoib-ng-dkms 2>/dev/null) == "install ok installed" ]]
@@ -345,7 +376,9 @@ if ((run_deb)); then
 	ls /usr/share/doc/ipoib-ng-dkms/admin-guide.rst* >/dev/null 2>&1
 	check_err $? "no admin guide in /usr/share/doc/ipoib-ng-dkms"
 	ours_installed "dpkg -i"
-	log_test "dpkg -i: refused on an OFED host; sources, udev rule and docs in place, ours installed for the running kernel"
+	[[ $(<"$UINIT_LOG") == "-u -k all" ]]
+	check_err $? "ib_ipoib in the initramfs: update-initramfs ran as '$(<"$UINIT_LOG")', not '-u -k all'"
+	log_test "dpkg -i: refused on an OFED host; ours installed for the running kernel, with sources, udev rule, docs; initramfs updated"
 
 	RET=0
 	out=$(softib_event modprobe softib)
@@ -422,8 +455,12 @@ if ((run_deb)); then
 
 	step "dpkg -r"
 	RET=0
+	: >"$UINIT_LOG"
 	out=$(dpkg -r ipoib-ng-dkms 2>&1)
 	check_err $? "dpkg -r failed: $(tail -n 5 <<<"$out")"
+	[[ $(<"$UINIT_LOG") == "-u -k all" ]]
+	check_err $? "ib_ipoib in the initramfs: update-initramfs after removal ran as '$(<"$UINIT_LOG")'"
+	initramfs_restore
 	[[ ! -e /lib/udev/rules.d/$RULE && ! -e /var/lib/dkms/ipoib-ng ]]
 	check_err $? "left behind: $(ls -d /lib/udev/rules.d/$RULE /var/lib/dkms/ipoib-ng 2>/dev/null)"
 	intree_back "dpkg -r"
