@@ -165,6 +165,7 @@ initramfs_restore() {
 
 cleanup() {
 	initramfs_restore 2>/dev/null
+	rm -f /usr/local/sbin/mokutil
 	unload_ipoib
 	unload_softib
 	udevd_stop
@@ -360,8 +361,16 @@ if ((run_deb)); then
 	# stand-in that records its arguments (a TCG guest has no initramfs
 	# of the test kernel to rebuild).
 	initramfs_setup
+	# Secure Boot on, DKMS's key not enrolled: a stand-in mokutil says so
+	printf '#!/bin/sh\ncase $1 in --sb-state) echo "SecureBoot enabled" ;; --test-key) echo "$2 is not enrolled" ;; esac\n' \
+		>/usr/local/sbin/mokutil && chmod 755 /usr/local/sbin/mokutil
 	out=$(dpkg -i "$DEB" 2>&1)
 	check_err $? "dpkg -i failed: $(tail -n 8 <<<"$out")"
+	rm -f /usr/local/sbin/mokutil
+	grep -q "^ipoib-ng: Secure Boot is on and DKMS's signing key /var/lib/dkms/mok.pub is not enrolled" <<<"$out" &&
+		grep -q "^ipoib-ng: enroll the key (mokutil --import /var/lib/dkms/mok.pub" <<<"$out"
+	check_err $? "Secure Boot with DKMS's key not enrolled: no word from the postinst: $(grep ipoib-ng: <<<"$out")"
+	ktap_diag "$(grep -m1 "^ipoib-ng: Secure Boot" <<<"$out")"
 	[[ $(dpkg-query -W -f '${Status}' ipoib-ng-dkms 2>/dev/null) == "install ok installed" ]]
 	check_err $? "dpkg: $(dpkg-query -W -f '${Status}' ipoib-ng-dkms 2>&1)"
 	! grep -qiE "will not replace|not newer" <<<"$out"
@@ -378,7 +387,7 @@ if ((run_deb)); then
 	ours_installed "dpkg -i"
 	[[ $(<"$UINIT_LOG") == "-u -k all" ]]
 	check_err $? "ib_ipoib in the initramfs: update-initramfs ran as '$(<"$UINIT_LOG")', not '-u -k all'"
-	log_test "dpkg -i: refused on an OFED host; ours installed for the running kernel, with sources, udev rule, docs; initramfs updated"
+	log_test "dpkg -i: refused on an OFED host; ours installed for the running kernel, with sources, udev rule, docs; initramfs updated; Secure Boot's key step printed"
 
 	RET=0
 	out=$(softib_event modprobe softib)
