@@ -23,13 +23,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 VER=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' "$ROOT/dkms.conf")
 
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-not_ok() {
-	n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n $1"
-	shift
-	printf '# %s\n' "$@"
-}
+# shellcheck source=ktap.sh
+source "$(dirname "$0")/ktap.sh"
 
 # build V: the package from a copy of the tree whose changelog is at V;
 # sets OUT and RC
@@ -46,23 +41,17 @@ build() {
 for v in "$VER+site1" "$VER~bpo12+1"; do
 	build "$v"
 	deb=$work/ipoib-ng-dkms_${v}_all.deb
-	if ((RC == 0)) && [[ -e $deb ]] &&
-	   [[ $(dpkg-deb -f "$deb" Version) == "$v" ]] &&
-	   dpkg-deb -c "$deb" >"$work/list" &&
-	   grep -q "usr/src/ipoib-ng-$VER/dkms.conf" "$work/list"; then
-		ok "a site version builds: package $v, DKMS sources ipoib-ng-$VER"
-	else
-		not_ok "a site version builds: package $v, DKMS sources ipoib-ng-$VER" \
-			"exit $RC" "$(tail -n 5 <<<"$OUT")"
-	fi
+	((RC == 0)) && [[ -e $deb ]] &&
+		[[ $(dpkg-deb -f "$deb" Version) == "$v" ]] &&
+		dpkg-deb -c "$deb" >"$work/list" &&
+		grep -q "usr/src/ipoib-ng-$VER/dkms.conf" "$work/list"
+	result $? "a site version builds: package $v, DKMS sources ipoib-ng-$VER" \
+		"exit $RC" "$(tail -n 5 <<<"$OUT")"
 done
 
 build "9.9.9"
-if ((RC != 0)) && grep -q "debian/changelog is at 9.9.9 but dkms.conf at $VER" <<<"$OUT"; then
-	ok "a changelog at another version is refused, naming both"
-else
-	not_ok "a changelog at another version is refused, naming both" \
-		"exit $RC" "$(tail -n 5 <<<"$OUT")"
-fi
+((RC != 0)) && grep -q "debian/changelog is at 9.9.9 but dkms.conf at $VER" <<<"$OUT"
+result $? "a changelog at another version is refused, naming both" \
+	"exit $RC" "$(tail -n 5 <<<"$OUT")"
 
 ((fails == 0))

@@ -52,13 +52,8 @@ exit 0
 STUB
 chmod +x "$work/bin/dpkg-query" "$work/bin/apt-get"
 
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-not_ok() {
-	n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n $1"
-	shift
-	printf '# %s\n' "$@"
-}
+# shellcheck source=ktap.sh
+source "$(dirname "$0")/ktap.sh"
 
 # run_deps MISSING REMOVED UNKNOWN [ARGS...]: deps.sh with the stubs; sets
 # RC, OUT (stdout and stderr) and LOG (the apt-get calls, one a line)

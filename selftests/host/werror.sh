@@ -47,13 +47,8 @@ int softib_werror_probe(void)
 }
 EOF
 
-n=0 fails=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-not_ok() {
-	n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n $1"
-	shift
-	printf '# %s\n' "$@"
-}
+# shellcheck source=ktap.sh
+source "$(dirname "$0")/ktap.sh"
 
 # DKMS's own command line, from dkms.conf, for the one object
 dkms_cmd=$(kernel_source_dir=$kdir dkms_tree=$work/dkms bash -c \
@@ -63,22 +58,16 @@ if [[ $dkms_cmd != *" modules" ]]; then
 else
 	out=$(timeout 300 ${dkms_cmd% modules} "$OBJ" 2>&1)
 	rc=$?
-	if ((rc == 0)) && grep -q "warning: unused variable" <<<"$out"; then
-		ok "the DKMS build warns and goes on (no -Werror on a node)"
-	else
-		not_ok "the DKMS build warns and goes on (no -Werror on a node)" \
-			"exit $rc" "$(tail -n 5 <<<"$out")"
-	fi
+	((rc == 0)) && grep -q "warning: unused variable" <<<"$out"
+	result $? "the DKMS build warns and goes on (no -Werror on a node)" \
+		"exit $rc" "$(tail -n 5 <<<"$out")"
 fi
 rm -f "$b/$OBJ"
 
 out=$(timeout 300 make -C "$kdir" M="$b" IPOIB_NG_WERROR=1 "$OBJ" 2>&1)
 rc=$?
-if ((rc != 0)) && grep -q "Werror=unused-variable" <<<"$out"; then
-	ok "the developer and CI build (IPOIB_NG_WERROR=1) fails on the warning"
-else
-	not_ok "the developer and CI build (IPOIB_NG_WERROR=1) fails on the warning" \
-		"exit $rc" "$(tail -n 5 <<<"$out")"
-fi
+((rc != 0)) && grep -q "Werror=unused-variable" <<<"$out"
+result $? "the developer and CI build (IPOIB_NG_WERROR=1) fails on the warning" \
+	"exit $rc" "$(tail -n 5 <<<"$out")"
 
 ((fails == 0))
