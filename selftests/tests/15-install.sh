@@ -70,7 +70,7 @@ mod_path() {
 ours_installed() {
 	local st p
 
-	st=$(dkms status -m ipoib-ng 2>/dev/null)
+	st=$(dkms status -m ipoib-ng -k "$ABI" 2>/dev/null)
 	[[ $st == "ipoib-ng/$VER, $ABI, $ARCH: installed" ]]
 	check_err $? "$1: dkms status: '$st'"
 	p=$(mod_path ib_ipoib)
@@ -361,6 +361,24 @@ if ((run_deb)); then
 	# stand-in that records its arguments (a TCG guest has no initramfs
 	# of the test kernel to rebuild).
 	initramfs_setup
+	# A second installed kernel of the window beside the running one (a
+	# fallback kernel): the postinst must install for it too. LONG=1:
+	# the other test kernel, with its real headers, built in the guest
+	# (10-17 min under TCG) and then found by modinfo -k. Otherwise a
+	# stand-in whose build tree is empty: the build fails at once, and
+	# the postinst must have tried it and said so.
+	OTHER=""
+	if ((LONG)); then
+		for h in /usr/src/linux-headers-6.1.*-amd64 /usr/src/linux-headers-6.12.*-amd64; do
+			[[ -d $h/include && ${h#*/linux-headers-} != "$ABI" ]] &&
+				{ OTHER=${h#*/linux-headers-}; break; }
+		done
+		[[ -z $OTHER ]] || { mkdir -p "/lib/modules/$OTHER" &&
+			ln -sfn "/usr/src/linux-headers-$OTHER" "/lib/modules/$OTHER/build"; }
+	else
+		OTHER=6.1.999-ipoib-ng-test-amd64
+		mkdir -p "/lib/modules/$OTHER/build/include"
+	fi
 	# Secure Boot on, DKMS's key not enrolled: a stand-in mokutil says so
 	printf '#!/bin/sh\ncase $1 in --sb-state) echo "SecureBoot enabled" ;; --test-key) echo "$2 is not enrolled" ;; esac\n' \
 		>/usr/local/sbin/mokutil && chmod 755 /usr/local/sbin/mokutil
@@ -385,9 +403,25 @@ if ((run_deb)); then
 	ls /usr/share/doc/ipoib-ng-dkms/admin-guide.rst* >/dev/null 2>&1
 	check_err $? "no admin guide in /usr/share/doc/ipoib-ng-dkms"
 	ours_installed "dpkg -i"
+	if [[ -n $OTHER ]]; then
+		grep -q "^ipoib-ng: installing for kernel $OTHER as well" <<<"$out"
+		check_err $? "dpkg -i: no install for the second kernel $OTHER: $(grep -E "ipoib-ng|Building" <<<"$out")"
+		if ((LONG)); then
+			p=$(modinfo -k "$OTHER" -n ib_ipoib 2>&1)
+			[[ $p == "/lib/modules/$OTHER/updates/dkms/ib_ipoib.ko"* ]]
+			check_err $? "modinfo -k $OTHER -n ib_ipoib: $p"
+			ktap_diag "second kernel $OTHER: $p"
+		else
+			grep -q "^ipoib-ng: could not build for kernel $OTHER " <<<"$out"
+			check_err $? "dpkg -i: the stand-in kernel's failed build not reported: $(grep ipoib-ng: <<<"$out")"
+			ktap_diag "second kernel (stand-in): $(grep "^ipoib-ng: could not build" <<<"$out")"
+		fi
+	else
+		ktap_diag "LONG=1 without the other test kernel's headers: every-kernel install not checked"
+	fi
 	[[ $(<"$UINIT_LOG") == "-u -k all" ]]
 	check_err $? "ib_ipoib in the initramfs: update-initramfs ran as '$(<"$UINIT_LOG")', not '-u -k all'"
-	log_test "dpkg -i: refused on an OFED host; ours installed for the running kernel, with sources, udev rule, docs; initramfs updated; Secure Boot's key step printed"
+	log_test "dpkg -i: refused on an OFED host; ours installed for the running kernel and ${OTHER:-no} other kernel, with sources, udev rule, docs; initramfs updated; Secure Boot's key step printed"
 
 	RET=0
 	out=$(softib_event modprobe softib)
@@ -473,6 +507,7 @@ if ((run_deb)); then
 	[[ ! -e /lib/udev/rules.d/$RULE && ! -e /var/lib/dkms/ipoib-ng ]]
 	check_err $? "left behind: $(ls -d /lib/udev/rules.d/$RULE /var/lib/dkms/ipoib-ng 2>/dev/null)"
 	intree_back "dpkg -r"
+	[[ -z $OTHER ]] || rm -rf "/lib/modules/$OTHER"
 	log_test "dpkg -r: the kernel's ib_ipoib is back, DKMS state and rule gone"
 else
 	for t in "dpkg -i" "udev: the package's rule loads ours" "ours cannot load" \
