@@ -10,8 +10,11 @@
 # guest then runs everything that decides what a site gets (make
 # dkms-install, dpkg -i, dkms's version check, depmod, modprobe) on this
 # build; LONG=1 builds in the guest too. The host's own DKMS state is not
-# touched: --dkmstree/--sourcetree point under OUT, and /var/lib/dkms,
-# where dkms keeps its module signing key, is a private tmpfs here.
+# touched: --dkmstree/--sourcetree point under OUT, and so does the module
+# signing key, which dkms would otherwise make in /var/lib/dkms (dkms
+# takes mok_signing_key and mok_certificate from the environment when
+# its framework.conf does not set them). No mount namespace: a chroot,
+# such as make fresh's, cannot make its / private.
 
 set -euo pipefail
 
@@ -35,8 +38,9 @@ mkdir -p "$src" "$out/tree"
 	install -D -m 644 "$f" "$src/$f"
 done
 
-unshare -m bash -euo pipefail -c '
-	mount -t tmpfs -o mode=0755 tmpfs /var/lib/dkms
+mkdir -p "$out/key"
+mok_signing_key=$out/key/mok.key mok_certificate=$out/key/mok.pub \
+bash -euo pipefail -c '
 	dkms build -m ipoib-ng -v "$1" -k "$2" --kernelsourcedir "$3" \
 		--dkmstree "$4/tree" --sourcetree "$4/src"
 	# the same build as a DKMS tarball (sources and modules), the form a
