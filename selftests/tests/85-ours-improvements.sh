@@ -131,13 +131,15 @@ fi
 RET=0
 unload_ipoib
 echo "<6>ipoib-selftest-$$-params" >/dev/kmsg
-load_ipoib send_queue_size=100 recv_queue_size=9000
+# a send ring in range but not a power of two, a receive ring out of range
+# (21-ipoib-params has the other bad values)
+load_ipoib send_queue_size=200 recv_queue_size=9000
 check_err $? "load with out-of-range ring sizes"
 P=/sys/module/ib_ipoib/parameters
-[[ $(cat $P/send_queue_size) == 128 && $(cat $P/recv_queue_size) == 8192 ]]
-check_err $? "rings $(cat $P/send_queue_size)/$(cat $P/recv_queue_size), expected 128/8192"
+[[ $(cat $P/send_queue_size) == 256 && $(cat $P/recv_queue_size) == 8192 ]]
+check_err $? "rings $(cat $P/send_queue_size)/$(cat $P/recv_queue_size), expected 256/8192"
 log=$(dmesg | sed -n "/ipoib-selftest-$$-params/,\$p")
-grep -q "send_queue_size=100 is outside 128..8192 or not a power of two: using 128" <<<"$log" &&
+grep -q "send_queue_size=200 is not a power of two: using 256" <<<"$log" &&
 	grep -q "recv_queue_size=9000 is outside 2..8192: using 8192" <<<"$log"
 check_err $? "no log line for the clamped values: $(grep queue_size <<<"$log")"
 log_test "clamped ring sizes are logged, not silent"
