@@ -749,6 +749,9 @@ static bool ipoib_tx_may_wake(struct ipoib_dev_priv *priv)
 {
 	struct ipoib_cm_tx *capped = READ_ONCE(priv->cm_tx_capped);
 
+	/* ipoib_halt() stopped it: a packet now could make a new path */
+	if (READ_ONCE(priv->tx_halted))
+		return false;
 	if (capped) {
 		if (capped != priv->cm_tx_napi_last)
 			return false;

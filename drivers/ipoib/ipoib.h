@@ -371,6 +371,7 @@ struct ipoib_dev_priv {
 	struct napi_struct napi;
 	struct napi_struct send_napi;
 	bool transport_up;		/* under rtnl */
+	bool tx_halted;			/* rtnl: the queue must stay stopped */
 
 	struct ipoib_rx_buf *rx_ring;
 	unsigned int rx_size;

@@ -177,6 +177,7 @@ static void ipoib_start(struct ipoib_dev_priv *priv)
 		netdev_warn(priv->dev, "cannot listen for connections (%d): peers use datagrams\n",
 			    ret);
 	ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_PENDING, 0);
+	WRITE_ONCE(priv->tx_halted, false);
 	netif_start_queue(priv->dev);
 	ipoib_mcast_start(priv);
 	ipoib_path_gc_start(priv);
@@ -186,6 +187,12 @@ static void ipoib_halt(struct ipoib_dev_priv *priv)
 {
 	ASSERT_RTNL();
 	netif_carrier_off(priv->dev);
+	/*
+	 * Stopped for good: the send NAPI, still running while connections
+	 * drain, must not wake the queue, or xmit would make paths and
+	 * connections (QPs on the CQs) after ipoib_flush_paths() below
+	 */
+	WRITE_ONCE(priv->tx_halted, true);
 	netif_tx_disable(priv->dev);
 	ipoib_mcast_stop(priv);
 	cancel_delayed_work_sync(&priv->gc_work);
