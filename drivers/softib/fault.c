@@ -29,6 +29,9 @@
  *  fail_post_srq  (write N) the Nth ib_post_srq_recv() from now fails
  *                 with -ENOMEM, once, as on an SRQ that is full; reads
  *                 how many calls are left (0: disarmed).
+ *  fail_create_qp (write N) the Nth ib_create_qp() from now fails with
+ *                 -ENOMEM, once, as on an HCA out of QP memory; reads
+ *                 how many calls are left (0: disarmed).
  *  sa_delay_ms    (0-60000) the SA answers each request this late, as a
  *                 busy SM does: path queries and joins stay in flight
  *                 (sa.c). Answers still held back when the device goes
@@ -46,6 +49,12 @@ bool softib_fault_post_srq(struct softib_dev *sdev)
 {
 	/* counts down to 0 once; at 0 (disarmed) it stays there */
 	return atomic_dec_if_positive(&sdev->fault_post_srq) == 0;
+}
+
+/* Whether this ib_create_qp() is the one fail_create_qp picked. */
+bool softib_fault_create_qp(struct softib_dev *sdev)
+{
+	return atomic_dec_if_positive(&sdev->fault_create_qp) == 0;
 }
 
 /*
@@ -178,6 +187,27 @@ static int softib_fault_post_srq_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_post_srq_fops, softib_fault_post_srq_get,
 			 softib_fault_post_srq_set, "%llu\n");
 
+static int softib_fault_create_qp_get(void *data, u64 *val)
+{
+	struct softib_dev *sdev = data;
+
+	*val = atomic_read(&sdev->fault_create_qp);
+	return 0;
+}
+
+static int softib_fault_create_qp_set(void *data, u64 val)
+{
+	struct softib_dev *sdev = data;
+
+	if (val > INT_MAX)
+		return -ERANGE;
+	atomic_set(&sdev->fault_create_qp, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_create_qp_fops,
+			 softib_fault_create_qp_get,
+			 softib_fault_create_qp_set, "%llu\n");
+
 static int softib_fault_sa_delay_get(void *data, u64 *val)
 {
 	struct softib_dev *sdev = data;
@@ -207,6 +237,7 @@ void softib_fault_init(struct softib_dev *sdev)
 	struct dentry *dir = debugfs_create_dir("fault", sdev->debugfs);
 
 	atomic_set(&sdev->fault_post_srq, 0);
+	atomic_set(&sdev->fault_create_qp, 0);
 	debugfs_create_file_unsafe("qp_error", 0200, dir, sdev,
 				   &softib_fault_qp_error_fops);
 	debugfs_create_file_unsafe("qp_fatal", 0200, dir, sdev,
@@ -221,6 +252,8 @@ void softib_fault_init(struct softib_dev *sdev)
 				   &softib_fault_rnr_stuck_fops);
 	debugfs_create_file_unsafe("fail_post_srq", 0644, dir, sdev,
 				   &softib_fault_post_srq_fops);
+	debugfs_create_file_unsafe("fail_create_qp", 0644, dir, sdev,
+				   &softib_fault_create_qp_fops);
 	debugfs_create_file_unsafe("sa_delay_ms", 0644, dir, sdev,
 				   &softib_fault_sa_delay_fops);
 }

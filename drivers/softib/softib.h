@@ -147,6 +147,7 @@ struct softib_dev {
 	/* affiliated QP events raised, by enum softib_qp_ev */
 	atomic64_t qp_events[SOFTIB_EV_MAX];
 	atomic_t fault_post_srq;	/* fault.c: calls until one fails */
+	atomic_t fault_create_qp;	/* fault.c: the same for create_qp */
 	struct mutex bench_lock;	/* one bench run at a time */
 	char bench_result[160];		/* the last one's (bench.c) */
 	struct delayed_work sweep;
@@ -582,6 +583,7 @@ void softib_lso_free(struct softib_qp *qp);
 /* fault.c */
 void softib_fault_init(struct softib_dev *sdev);
 bool softib_fault_post_srq(struct softib_dev *sdev);
+bool softib_fault_create_qp(struct softib_dev *sdev);
 
 /* inject.c */
 extern const struct file_operations softib_inject_fops;

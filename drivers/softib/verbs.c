@@ -563,6 +563,8 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    cap->max_send_sge > SOFTIB_MAX_SGE ||
 	    cap->max_recv_sge > SOFTIB_MAX_SGE || cap->max_inline_data)
 		return -EINVAL;
+	if (softib_fault_create_qp(sdev))
+		return -ENOMEM;
 	if (!softib_get_budget(&sdev->n_qp, SOFTIB_MAX_QP))
 		return -ENOMEM;
 
