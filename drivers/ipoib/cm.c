@@ -233,12 +233,38 @@ static int ipoib_cm_fill_ring(struct ipoib_dev_priv *priv,
 
 /* ---- SRQ, CQ budget, listener ---- */
 
+/* Pages NAPI gives receive buffers (SRQ or not), for the interface's life. */
+void ipoib_cm_pool_create(struct ipoib_dev_priv *priv)
+{
+	struct page_pool_params pp = {
+		/* returned pages kept: a few messages in flight to sockets */
+		.pool_size = 64 * IPOIB_CM_FRAGS,
+		.nid = NUMA_NO_NODE,
+		.dma_dir = DMA_FROM_DEVICE,
+	};
+	struct page_pool *pool;
+
+	/* without a pool NAPI takes plain pages (the HCA's mapping is ours) */
+	pool = page_pool_create(&pp);
+	priv->cm_pool = IS_ERR(pool) ? NULL : pool;
+}
+
+void ipoib_cm_pool_destroy(struct ipoib_dev_priv *priv)
+{
+	/* every ring gave its pages back; the stack's come back later */
+	if (priv->cm_pool) {
+		page_pool_destroy(priv->cm_pool);
+		priv->cm_pool = NULL;
+	}
+}
+
 /*
- * The SRQ is created with the interface (cheap) but only gets its 16 MB
- * of buffers when a peer first connects: interfaces that never see a
- * connection never pay for them.
+ * The SRQ, of rx_size receives, is created with the rings (cheap) but
+ * only gets its 16 MB of buffers when a peer first connects: interfaces
+ * that never see a connection never pay for them. Without one (the HCA
+ * has none, or refuses it) each passive connection gets a ring.
  */
-int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
+void ipoib_cm_srq_create(struct ipoib_dev_priv *priv)
 {
 	struct ib_srq_init_attr attr = {
 		.srq_type = IB_SRQT_BASIC,
@@ -247,44 +273,34 @@ int ipoib_cm_transport_init(struct ipoib_dev_priv *priv)
 			.max_sge = IPOIB_CM_SGE,
 		},
 	};
-	struct page_pool_params pp = {
-		/* returned pages kept: a few messages in flight to sockets */
-		.pool_size = 64 * IPOIB_CM_FRAGS,
-		.nid = NUMA_NO_NODE,
-		.dma_dir = DMA_FROM_DEVICE,
-	};
-	struct page_pool *pool;
 	struct ib_srq *srq;
 
 	priv->srq = NULL;
+	priv->srq_ring = NULL;
 	priv->srq_filled = false;
 	priv->srq_fill_next = 0;
 	priv->srq_stranded = 0;
-	/* without a pool NAPI takes plain pages (the HCA's mapping is ours) */
-	pool = page_pool_create(&pp);
-	priv->cm_pool = IS_ERR(pool) ? NULL : pool;
 	if (!priv->ca->attrs.max_srq ||
 	    priv->ca->attrs.max_srq_sge < IPOIB_CM_SGE)
-		return 0;
+		return;
 	srq = ib_create_srq(priv->pd, &attr);
 	if (IS_ERR(srq)) {
 		netdev_dbg(priv->dev, "no SRQ (%ld): a receive ring per connection\n",
 			   PTR_ERR(srq));
-		return 0;
+		return;
 	}
 	priv->srq_ring = kvcalloc(priv->rx_size, sizeof(*priv->srq_ring),
 				  GFP_KERNEL);
 	if (!priv->srq_ring) {
 		ib_destroy_srq(srq);
-		return 0;
+		return;
 	}
 	priv->srq = srq;
-	return 0;
 }
 
-void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
+void ipoib_cm_srq_destroy(struct ipoib_dev_priv *priv)
 {
-	/* ipoib_release() reaped them; their QPs would pin the CQ */
+	/* the reapers ran (ipoib_cm_reap()): their QPs would pin the CQs */
 	WARN_ON_ONCE(!list_empty(&priv->cm_tx_dead));
 	WARN_ON_ONCE(!list_empty(&priv->cm_tx_free));
 	WARN_ON_ONCE(!list_empty(&priv->cm_dead));
@@ -297,11 +313,21 @@ void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv)
 		priv->srq_fill_next = 0;
 		priv->srq_stranded = 0;
 	}
-	/* every ring gave its pages back; the stack's come back later */
-	if (priv->cm_pool) {
-		page_pool_destroy(priv->cm_pool);
-		priv->cm_pool = NULL;
-	}
+}
+
+/*
+ * The QPs ipoib_cm_stop() left to the reapers are destroyed: after it,
+ * before the CQs they hold go (release, or new rings).
+ */
+void ipoib_cm_reap(struct ipoib_dev_priv *priv)
+{
+	cancel_delayed_work_sync(&priv->cm_stale_work);
+	/* the tx reap queues the tx free work */
+	flush_work(&priv->cm_reap_work);
+	flush_work(&priv->cm_tx_reap_work);
+	flush_work(&priv->cm_tx_free_work);
+	/* an async event of a QP the reaper was destroying may have armed it */
+	cancel_delayed_work_sync(&priv->cm_stale_work);
 }
 
 /*

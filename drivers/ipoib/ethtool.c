@@ -5,7 +5,8 @@
  * then what an admin of ours needs besides: the counters of every
  * bounded table, connection and fallback, which are in debugfs too but
  * ethtool -S is where a monitoring agent looks; moderation of the send
- * completions as well as the receive ones; the ring sizes.
+ * completions as well as the receive ones; the ring sizes, which can be
+ * changed while the interface runs.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -318,6 +319,49 @@ static void ipoib_get_ringparam(struct net_device *dev,
 	ring->tx_pending = priv->tx_size;
 }
 
+/*
+ * ethtool -G: the rings of the datagram QP, which connected mode sizes
+ * its own by (the SRQ or a passive connection's ring: rx; an active
+ * connection's: tx). The send ring is a power of two, as the module
+ * parameter; the ethtool core already refused what is above the maxima.
+ */
+static int ipoib_set_ringparam(struct net_device *dev,
+			       struct ethtool_ringparam *ring,
+			       struct kernel_ethtool_ringparam *kernel_ring,
+			       struct netlink_ext_ack *extack)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	unsigned int tx = ring->tx_pending, rx = ring->rx_pending;
+	int ret;
+
+	ASSERT_RTNL();
+	if (tx < IPOIB_MIN_SEND_QUEUE || rx < IPOIB_MIN_RECV_QUEUE) {
+		netdev_info(dev, "rings of tx %u rx %u refused: tx takes %u-%u, rx %u-%u\n",
+			    tx, rx, IPOIB_MIN_SEND_QUEUE, IPOIB_MAX_QUEUE_SIZE,
+			    IPOIB_MIN_RECV_QUEUE, IPOIB_MAX_QUEUE_SIZE);
+		NL_SET_ERR_MSG(extack, "ipoib: tx takes 128 to 8192 entries, rx 2 to 8192");
+		return -EINVAL;
+	}
+	if (!is_power_of_2(tx)) {
+		netdev_info(dev, "tx ring of %u rounded up to %lu (a power of two)\n",
+			    tx, roundup_pow_of_two(tx));
+		tx = roundup_pow_of_two(tx);
+	}
+	if (tx == priv->tx_size && rx == priv->rx_size)
+		return 0;
+	ret = ipoib_set_rings(priv, tx, rx);
+	if (ret) {
+		netdev_warn(dev, "rings of tx %u rx %u refused by %s (%d): still tx %u rx %u, try smaller ones\n",
+			    tx, rx, dev_name(&priv->ca->dev), ret,
+			    priv->tx_size, priv->rx_size);
+		NL_SET_ERR_MSG(extack, "ipoib: the HCA refused rings of that size");
+		return ret;
+	}
+	netdev_info(dev, "rings now tx %u rx %u; hardware address (QPN) 0x%06x\n",
+		    tx, rx, priv->qp->qp_num);
+	return 0;
+}
+
 const struct ethtool_ops ipoib_ethtool_ops = {
 	.supported_coalesce_params = ETHTOOL_COALESCE_USECS |
 				     ETHTOOL_COALESCE_MAX_FRAMES,
@@ -327,6 +371,7 @@ const struct ethtool_ops ipoib_ethtool_ops = {
 	.get_coalesce = ipoib_get_coalesce,
 	.set_coalesce = ipoib_set_coalesce,
 	.get_ringparam = ipoib_get_ringparam,
+	.set_ringparam = ipoib_set_ringparam,
 	.get_sset_count = ipoib_get_sset_count,
 	.get_strings = ipoib_get_strings,
 	.get_ethtool_stats = ipoib_get_ethtool_stats,

@@ -2,10 +2,10 @@
 /*
  * ipoib-ng: the UD transport of one interface. One PD, a receive CQ and
  * a send CQ (each polled by a NAPI of its own) and one UD QP bound to the
- * interface's P_Key index. The QP exists as long as the interface (its
- * QPN is part of the hardware address); it is brought to RTS when the
- * interface goes up and back to RESET, with every buffer returned, when
- * it goes down.
+ * interface's P_Key index. The QP exists as long as the interface or
+ * until ethtool -G asks for rings of other sizes (its QPN is part of the
+ * hardware address); it is brought to RTS when the interface goes up and
+ * back to RESET, with every buffer returned, when it goes down.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -46,68 +46,48 @@ static void ipoib_cm_tx_stall_timer(struct timer_list *t)
 	napi_schedule(&priv->send_napi);
 }
 
-int ipoib_transport_init(struct ipoib_dev_priv *priv)
+/*
+ * What the ring sizes decide: the rings, the SRQ, both CQs and the QP,
+ * made for priv->tx_size and priv->rx_size. On error none is left.
+ */
+static int ipoib_rings_create(struct ipoib_dev_priv *priv)
 {
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_UD,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = {
-			.max_send_wr = ipoib_send_queue_size,
-			.max_recv_wr = ipoib_recv_queue_size,
+			.max_send_wr = priv->tx_size,
+			.max_recv_wr = priv->rx_size,
+			.max_send_sge = priv->max_send_sge,
+			.max_recv_sge = priv->max_recv_sge,
 		},
 	};
 	struct ib_cq_init_attr cq_attr = {};
 	int ret;
 
-	/* page fragments go to the HCA as they are when it takes enough SGEs */
-	priv->max_send_sge = clamp_t(unsigned int, priv->ca->attrs.max_send_sge,
-				     1, IPOIB_MAX_TX_SGE);
-	init.cap.max_send_sge = priv->max_send_sge;
-	/* head + page per receive where the HCA scatters into two SGEs */
-	priv->max_recv_sge = clamp_t(unsigned int, priv->ca->attrs.max_recv_sge,
-				     1, 2);
-	init.cap.max_recv_sge = priv->max_recv_sge;
-	/* an HCA that segments (mlx4, mlx5, softib) gets TCP in one send */
-	if (priv->ca->attrs.kernel_cap_flags & IBK_UD_TSO) {
+	if (priv->lso)
 		init.create_flags |= IB_QP_CREATE_IPOIB_UD_LSO;
-		priv->lso = true;
-	}
-	priv->tx_size = ipoib_send_queue_size;
-	timer_setup(&priv->cm_tx_stall_timer, ipoib_cm_tx_stall_timer, 0);
 	/* a stopped queue wakes at half the ring: completions come before */
 	priv->tx_signal = min_t(unsigned int, IPOIB_TX_SIGNAL, priv->tx_size / 4);
-	priv->rx_size = ipoib_recv_queue_size;
-	spin_lock_init(&priv->ah_lock);
-	INIT_LIST_HEAD(&priv->ah_dead);
-	atomic_set(&priv->ah_rcu_pending, 0);
 	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
 				 GFP_KERNEL);
 	priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
 				 GFP_KERNEL);
 	priv->tx_chain = kvcalloc(priv->tx_signal, sizeof(*priv->tx_chain),
 				  GFP_KERNEL);
-	priv->rx_chain = kcalloc(IPOIB_RX_BATCH, sizeof(*priv->rx_chain),
-				 GFP_KERNEL);
-	if (!priv->tx_ring || !priv->rx_ring || !priv->tx_chain ||
-	    !priv->rx_chain) {
+	if (!priv->tx_ring || !priv->rx_ring || !priv->tx_chain) {
 		ret = -ENOMEM;
 		goto err_free_rings;
 	}
-
-	priv->pd = ib_alloc_pd(priv->ca, 0);
-	if (IS_ERR(priv->pd)) {
-		ret = PTR_ERR(priv->pd);
-		goto err_free_rings;
-	}
 	/* the SRQ (if any) decides how many receive completions CM can have */
-	ipoib_cm_transport_init(priv);
+	ipoib_cm_srq_create(priv);
 	/* receives: UD, CM (the SRQ or the passive rings), the drain WR */
 	cq_attr.cqe = min_t(unsigned int, priv->ca->attrs.max_cqe,
 			    priv->rx_size + ipoib_cm_cqe(priv));
 	priv->cq = ib_create_cq(priv->ca, ipoib_cq_event, NULL, priv, &cq_attr);
 	if (IS_ERR(priv->cq)) {
 		ret = PTR_ERR(priv->cq);
-		goto err_cm_cleanup;
+		goto err_destroy_srq;
 	}
 	/* sends, UD and CM: at most tx_size in flight (ipoib_tx_sent) */
 	cq_attr.cqe = priv->tx_size + 1;
@@ -124,20 +104,139 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 		ret = PTR_ERR(priv->qp);
 		goto err_destroy_send_cq;
 	}
+	/* what ethtool -C set holds for new CQs too (0 is the default) */
+	if (priv->rx_coal_frames || priv->rx_coal_usecs)
+		rdma_set_cq_moderation(priv->cq, priv->rx_coal_frames,
+				       priv->rx_coal_usecs);
+	if (priv->tx_coal_frames || priv->tx_coal_usecs)
+		rdma_set_cq_moderation(priv->send_cq, priv->tx_coal_frames,
+				       priv->tx_coal_usecs);
 	return 0;
 
 err_destroy_send_cq:
 	ib_destroy_cq(priv->send_cq);
 err_destroy_cq:
 	ib_destroy_cq(priv->cq);
-err_cm_cleanup:
-	ipoib_cm_transport_cleanup(priv);
-	ib_dealloc_pd(priv->pd);
+err_destroy_srq:
+	ipoib_cm_srq_destroy(priv);
 err_free_rings:
-	kfree(priv->rx_chain);
 	kvfree(priv->tx_chain);
 	kvfree(priv->rx_ring);
 	kvfree(priv->tx_ring);
+	return ret;
+}
+
+/* No buffer is posted (transport down) and no connection is left. */
+static void ipoib_rings_destroy(struct ipoib_dev_priv *priv)
+{
+	ib_destroy_qp(priv->qp);
+	ipoib_cm_srq_destroy(priv);
+	ib_destroy_cq(priv->send_cq);
+	ib_destroy_cq(priv->cq);
+	kvfree(priv->tx_chain);
+	kvfree(priv->rx_ring);
+	kvfree(priv->tx_ring);
+}
+
+/* Everything ipoib_rings_create() makes, to hold one set aside. */
+struct ipoib_rings {
+	struct ib_qp *qp;
+	struct ib_cq *cq;
+	struct ib_cq *send_cq;
+	struct ib_srq *srq;
+	struct ipoib_cm_rx_buf *srq_ring;
+	struct ipoib_tx_buf *tx_ring;
+	struct ipoib_rx_buf *rx_ring;
+	struct ipoib_tx_wr *tx_chain;
+	unsigned int tx_size;
+	unsigned int rx_size;
+	unsigned int tx_signal;
+	unsigned int cm_nonsrq_max;
+};
+
+static void ipoib_rings_swap(struct ipoib_dev_priv *priv,
+			     struct ipoib_rings *r)
+{
+	swap(priv->qp, r->qp);
+	swap(priv->cq, r->cq);
+	swap(priv->send_cq, r->send_cq);
+	swap(priv->srq, r->srq);
+	swap(priv->srq_ring, r->srq_ring);
+	swap(priv->tx_ring, r->tx_ring);
+	swap(priv->rx_ring, r->rx_ring);
+	swap(priv->tx_chain, r->tx_chain);
+	swap(priv->tx_size, r->tx_size);
+	swap(priv->rx_size, r->rx_size);
+	swap(priv->tx_signal, r->tx_signal);
+	swap(priv->cm_nonsrq_max, r->cm_nonsrq_max);
+}
+
+/*
+ * New rings of other sizes for an interface whose transport is down and
+ * whose connections are reaped (under rtnl): the new set is made while
+ * the old one still exists, so a refusal (memory, the HCA's limits)
+ * leaves the interface as it was. The QP, and so the QPN, is new.
+ */
+int ipoib_transport_resize(struct ipoib_dev_priv *priv, unsigned int tx_size,
+			   unsigned int rx_size)
+{
+	struct ipoib_rings r = { .tx_size = tx_size, .rx_size = rx_size };
+	int ret;
+
+	ASSERT_RTNL();
+	if (WARN_ON_ONCE(priv->transport_up))
+		return -EBUSY;
+	/* 1. the old set aside, the new one made in priv */
+	ipoib_rings_swap(priv, &r);
+	ret = ipoib_rings_create(priv);
+	/* 2. the old one back in priv (with its sizes) to be destroyed */
+	ipoib_rings_swap(priv, &r);
+	if (ret)
+		return ret;
+	ipoib_rings_destroy(priv);
+	/* 3. the new one in */
+	ipoib_rings_swap(priv, &r);
+	return 0;
+}
+
+int ipoib_transport_init(struct ipoib_dev_priv *priv)
+{
+	int ret;
+
+	/* page fragments go to the HCA as they are when it takes enough SGEs */
+	priv->max_send_sge = clamp_t(unsigned int, priv->ca->attrs.max_send_sge,
+				     1, IPOIB_MAX_TX_SGE);
+	/* head + page per receive where the HCA scatters into two SGEs */
+	priv->max_recv_sge = clamp_t(unsigned int, priv->ca->attrs.max_recv_sge,
+				     1, 2);
+	/* an HCA that segments (mlx4, mlx5, softib) gets TCP in one send */
+	priv->lso = priv->ca->attrs.kernel_cap_flags & IBK_UD_TSO;
+	priv->tx_size = ipoib_send_queue_size;
+	priv->rx_size = ipoib_recv_queue_size;
+	timer_setup(&priv->cm_tx_stall_timer, ipoib_cm_tx_stall_timer, 0);
+	spin_lock_init(&priv->ah_lock);
+	INIT_LIST_HEAD(&priv->ah_dead);
+	atomic_set(&priv->ah_rcu_pending, 0);
+	priv->rx_chain = kcalloc(IPOIB_RX_BATCH, sizeof(*priv->rx_chain),
+				 GFP_KERNEL);
+	if (!priv->rx_chain)
+		return -ENOMEM;
+	priv->pd = ib_alloc_pd(priv->ca, 0);
+	if (IS_ERR(priv->pd)) {
+		ret = PTR_ERR(priv->pd);
+		goto err_free_chain;
+	}
+	ipoib_cm_pool_create(priv);
+	ret = ipoib_rings_create(priv);
+	if (ret)
+		goto err_destroy_pool;
+	return 0;
+
+err_destroy_pool:
+	ipoib_cm_pool_destroy(priv);
+	ib_dealloc_pd(priv->pd);
+err_free_chain:
+	kfree(priv->rx_chain);
 	return ret;
 }
 
@@ -185,15 +284,10 @@ void ipoib_transport_cleanup(struct ipoib_dev_priv *priv)
 		rcu_barrier();
 	ipoib_ah_reap(priv);
 	WARN_ON_ONCE(!list_empty(&priv->ah_dead));
-	ib_destroy_qp(priv->qp);
-	ipoib_cm_transport_cleanup(priv);
-	ib_destroy_cq(priv->send_cq);
-	ib_destroy_cq(priv->cq);
+	ipoib_rings_destroy(priv);
+	ipoib_cm_pool_destroy(priv);
 	ib_dealloc_pd(priv->pd);
 	kfree(priv->rx_chain);
-	kvfree(priv->tx_chain);
-	kvfree(priv->rx_ring);
-	kvfree(priv->tx_ring);
 }
 
 /* A grace period after the last owner let go: no lockless user is left. */

@@ -98,6 +98,11 @@ struct ipoib_header {
 
 /* send_queue_size and recv_queue_size go up to this (as in-tree) */
 #define IPOIB_MAX_QUEUE_SIZE	8192
+#define IPOIB_MIN_SEND_QUEUE	128
+#define IPOIB_MIN_RECV_QUEUE	2
+
+/* announcements of a new hardware address, a second apart */
+#define IPOIB_NOTIFY_PEERS	3
 
 /* queue limits: bounded waits while a path or a group is resolved */
 #define IPOIB_MAX_PATH_QUEUE	3
@@ -419,6 +424,9 @@ struct ipoib_dev_priv {
 	u16 rx_coal_frames;
 	u16 tx_coal_usecs;
 	u16 tx_coal_frames;
+	/* gratuitous ARPs/NAs still to send for a new QPN (rtnl) */
+	unsigned int notify_peers;
+	struct delayed_work notify_work;
 
 	/* connected mode (cm.c); the lists are under lock */
 	bool cm_mode;			/* admin: connected */
@@ -508,6 +516,8 @@ void ipoib_setup(struct net_device *dev);
 void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 		     struct ib_device *ca, u32 port);
 int ipoib_register(struct ipoib_dev_priv *priv);
+int ipoib_set_rings(struct ipoib_dev_priv *priv, unsigned int tx_size,
+		    unsigned int rx_size);
 void ipoib_release(struct ipoib_dev_priv *priv);
 extern struct ib_sa_client ipoib_sa_client;
 extern unsigned int ipoib_send_queue_size;
@@ -566,6 +576,8 @@ void ipoib_debugfs_remove(struct ipoib_dev_priv *priv);
 /* ib.c */
 int ipoib_transport_init(struct ipoib_dev_priv *priv);
 void ipoib_transport_cleanup(struct ipoib_dev_priv *priv);
+int ipoib_transport_resize(struct ipoib_dev_priv *priv, unsigned int tx_size,
+			   unsigned int rx_size);
 int ipoib_transport_up(struct ipoib_dev_priv *priv);
 void ipoib_transport_down(struct ipoib_dev_priv *priv);
 void ipoib_napi_add(struct ipoib_dev_priv *priv);
@@ -614,8 +626,11 @@ extern unsigned int ipoib_max_nonsrq_conn_qp;
 extern unsigned int ipoib_max_cm_passive;
 extern unsigned int ipoib_max_cm_active;
 void ipoib_cm_init(struct ipoib_dev_priv *priv);
-int ipoib_cm_transport_init(struct ipoib_dev_priv *priv);
-void ipoib_cm_transport_cleanup(struct ipoib_dev_priv *priv);
+void ipoib_cm_pool_create(struct ipoib_dev_priv *priv);
+void ipoib_cm_pool_destroy(struct ipoib_dev_priv *priv);
+void ipoib_cm_srq_create(struct ipoib_dev_priv *priv);
+void ipoib_cm_srq_destroy(struct ipoib_dev_priv *priv);
+void ipoib_cm_reap(struct ipoib_dev_priv *priv);
 int ipoib_cm_start(struct ipoib_dev_priv *priv);
 void ipoib_cm_stop(struct ipoib_dev_priv *priv);
 unsigned int ipoib_cm_cqe(struct ipoib_dev_priv *priv);

@@ -13,6 +13,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/slab.h>
 #include <net/rtnetlink.h>
+#include <net/sch_generic.h>
 
 #include "ipoib.h"
 
@@ -21,13 +22,15 @@ unsigned int ipoib_recv_queue_size = 256;
 unsigned int ipoib_debug_level;
 
 static const struct ipoib_param_range ipoib_send_queue_size_range =
-	IPOIB_PARAM_RANGE(ipoib_send_queue_size, 128, IPOIB_MAX_QUEUE_SIZE);
+	IPOIB_PARAM_RANGE(ipoib_send_queue_size, IPOIB_MIN_SEND_QUEUE,
+			  IPOIB_MAX_QUEUE_SIZE);
 module_param_cb(send_queue_size, &ipoib_param_range_ops, (void *)&ipoib_send_queue_size_range,
 		0444);
 __MODULE_PARM_TYPE(send_queue_size, "uint");
 MODULE_PARM_DESC(send_queue_size, "Number of descriptors in send queue (128-8192, power of two)");
 static const struct ipoib_param_range ipoib_recv_queue_size_range =
-	IPOIB_PARAM_RANGE(ipoib_recv_queue_size, 2, IPOIB_MAX_QUEUE_SIZE);
+	IPOIB_PARAM_RANGE(ipoib_recv_queue_size, IPOIB_MIN_RECV_QUEUE,
+			  IPOIB_MAX_QUEUE_SIZE);
 module_param_cb(recv_queue_size, &ipoib_param_range_ops, (void *)&ipoib_recv_queue_size_range,
 		0444);
 __MODULE_PARM_TYPE(recv_queue_size, "uint");
@@ -90,9 +93,44 @@ static void ipoib_carrier_work(struct work_struct *work)
 			priv->admin_mtu = admin;
 		}
 		netif_carrier_on(dev);
+		if (priv->notify_peers)
+			mod_delayed_work(ipoib_wq, &priv->notify_work, 0);
 	} else {
 		netif_carrier_off(dev);
 	}
+	rtnl_unlock();
+}
+
+/*
+ * The hardware address changed (a new QP): tell the peers, whose
+ * neighbour entries hold the old QPN, by gratuitous ARP and unsolicited
+ * neighbour advertisements, IPOIB_NOTIFY_PEERS times a second apart: they
+ * are datagrams, which a peer's full receive ring drops (most likely
+ * just then, as TCP resends a window), and a peer that missed them all
+ * would send into the void until its entry goes stale. Not before
+ * linkwatch has let the queue out of the noop qdisc the carrier loss put
+ * it in: that would drop them.
+ */
+static void ipoib_notify_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(to_delayed_work(work),
+						   struct ipoib_dev_priv,
+						   notify_work);
+	struct net_device *dev = priv->dev;
+
+	rtnl_lock();
+	if (!priv->notify_peers || !netif_running(dev) ||
+	    !netif_carrier_ok(dev))
+		goto out;	/* the next carrier_work brings it back */
+	if (qdisc_tx_is_noop(dev)) {
+		/* linkwatch runs soon: it needs rtnl, which we give back */
+		queue_delayed_work(ipoib_wq, &priv->notify_work, HZ / 50);
+		goto out;
+	}
+	__netdev_notify_peers(dev);
+	if (--priv->notify_peers)
+		queue_delayed_work(ipoib_wq, &priv->notify_work, HZ);
+out:
 	rtnl_unlock();
 }
 
@@ -215,6 +253,35 @@ static int ipoib_stop(struct net_device *dev)
 	ipoib_halt(priv);
 	ipoib_set_reason(priv, IPOIB_CARRIER_DOWN, 0);
 	return 0;
+}
+
+/*
+ * ethtool -G: rings of other sizes. A running interface stops (its
+ * connections close; peers connect again), gets the new rings and QP and
+ * starts again. The QPN in the hardware address is new: the stack hears
+ * of it at once, the peers once the carrier is back (ipoib_notify_work).
+ * A refusal leaves the old rings and QP, and the interface runs on.
+ */
+int ipoib_set_rings(struct ipoib_dev_priv *priv, unsigned int tx_size,
+		    unsigned int rx_size)
+{
+	bool running = netif_running(priv->dev);
+	int ret;
+
+	ASSERT_RTNL();
+	if (running)
+		ipoib_halt(priv);
+	/* the stopped connections' QPs hold the CQs: they go first */
+	ipoib_cm_reap(priv);
+	ret = ipoib_transport_resize(priv, tx_size, rx_size);
+	if (!ret) {
+		ipoib_set_hwaddr(priv);
+		call_netdevice_notifiers(NETDEV_CHANGEADDR, priv->dev);
+		priv->notify_peers = IPOIB_NOTIFY_PEERS;
+	}
+	if (running)
+		ipoib_start(priv);
+	return ret;
 }
 
 /* Port, P_Key or SM changes: take the datapath down and up again. */
@@ -558,6 +625,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	ipoib_path_init(priv);
 	ipoib_cm_init(priv);
 	INIT_WORK(&priv->carrier_work, ipoib_carrier_work);
+	INIT_DELAYED_WORK(&priv->notify_work, ipoib_notify_work);
 	INIT_WORK(&priv->restart_work, ipoib_restart_work);
 	INIT_WORK(&priv->rx_mode_work, ipoib_rx_mode_work);
 	ipoib_napi_add(priv);
@@ -617,19 +685,12 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	cancel_delayed_work_sync(&priv->mcast_work);
 	cancel_delayed_work_sync(&priv->gc_work);
 	flush_work(&priv->path_evict_work);
-	cancel_delayed_work_sync(&priv->cm_stale_work);
-	/*
-	 * ipoib_cm_stop() left the stopped connections' QPs to these: they
-	 * go before the CQs. The tx reap queues the tx free work.
-	 */
-	flush_work(&priv->cm_reap_work);
-	flush_work(&priv->cm_tx_reap_work);
-	flush_work(&priv->cm_tx_free_work);
-	/* an async event of a QP the reaper was destroying may have armed it */
-	cancel_delayed_work_sync(&priv->cm_stale_work);
+	/* ipoib_cm_stop() left the stopped connections' QPs to the reapers */
+	ipoib_cm_reap(priv);
 	cancel_work_sync(&priv->restart_work);
 	cancel_work_sync(&priv->rx_mode_work);
 	cancel_work_sync(&priv->carrier_work);
+	cancel_delayed_work_sync(&priv->notify_work);
 	ipoib_mcast_stop(priv);
 	ipoib_transport_cleanup(priv);
 }
