@@ -362,6 +362,19 @@ static int ipoib_set_ringparam(struct net_device *dev,
 	return 0;
 }
 
+/*
+ * ethtool -l: one receive and one send channel (a CQ with a NAPI of its
+ * own each, one TX queue); there is nothing to choose, so no -L.
+ */
+static void ipoib_get_channels(struct net_device *dev,
+			       struct ethtool_channels *ch)
+{
+	ch->max_rx = 1;
+	ch->max_tx = 1;
+	ch->rx_count = 1;
+	ch->tx_count = 1;
+}
+
 const struct ethtool_ops ipoib_ethtool_ops = {
 	.supported_coalesce_params = ETHTOOL_COALESCE_USECS |
 				     ETHTOOL_COALESCE_MAX_FRAMES,
@@ -372,6 +385,7 @@ const struct ethtool_ops ipoib_ethtool_ops = {
 	.set_coalesce = ipoib_set_coalesce,
 	.get_ringparam = ipoib_get_ringparam,
 	.set_ringparam = ipoib_set_ringparam,
+	.get_channels = ipoib_get_channels,
 	.get_sset_count = ipoib_get_sset_count,
 	.get_strings = ipoib_get_strings,
 	.get_ethtool_stats = ipoib_get_ethtool_stats,

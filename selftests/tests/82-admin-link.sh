@@ -11,7 +11,7 @@
 # HCA's bus device; -c/-C moderate completion events, and softib really
 # defers them (a ping waits for rx-usecs); -S starts with in-tree's eight
 # counters in its order. Where ours offers more (send-side moderation,
-# -S's table counters, -g), in-tree's refusal is expected and named.
+# -S's table counters, -g, -l), in-tree's refusal is expected and named.
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -151,16 +151,24 @@ if [[ $IPOIB == ours ]]; then
 	r=$(ethtool -g ib0) && grep -A4 "^Current" <<<"$r" | grep -qE "^RX:[[:space:]]+256$" &&
 		grep -A4 "^Current" <<<"$r" | grep -qE "^TX:[[:space:]]+128$"
 	check_err $? "ethtool -g: $(xargs <<<"$r")"
+	# one receive and one send channel, nothing to set
+	r=$(ethtool -l ib0) && grep -A4 "^Current" <<<"$r" | grep -qE "^RX:[[:space:]]+1$" &&
+		grep -A4 "^Current" <<<"$r" | grep -qE "^TX:[[:space:]]+1$"
+	check_err $? "ethtool -l: $(xargs <<<"$r")"
+	out=$(ethtool -L ib0 rx 2 2>&1)
+	check_fail $? "ethtool -L rx 2 accepted: $out"
 else
 	out=$(ethtool -C ib0 tx-usecs 40 2>&1)
 	check_fail $? "in-tree took tx-usecs (it moderates receives only)"
 	out=$(ethtool -g ib0 2>&1)
 	check_fail $? "in-tree answered ethtool -g (it has no ring parameters)"
+	out=$(ethtool -l ib0 2>&1)
+	check_fail $? "in-tree answered ethtool -l (it reports no channels)"
 fi
 ethtool -C ib0 rx-usecs 0 rx-frames 0 tx-usecs 0 tx-frames 0 2>/dev/null ||
 	ethtool -C ib0 rx-usecs 0 rx-frames 0
 check_err $? "moderation back to 0"
-log_test "ethtool -c/-C (and -g for ours; in-tree has no tx moderation or -g)"
+log_test "ethtool -c/-C (and -g, -l for ours; in-tree has no tx moderation, -g or -l)"
 
 # With rx-usecs 20000, the echo request that ib0 receives is signalled
 # 20 ms after it arrived (rx-frames 64 is never reached by one ping), so
