@@ -601,7 +601,7 @@ static int ipoib_cm_rx_admit(struct ipoib_dev_priv *priv)
 
 	mutex_lock(&priv->cm_mutex);	/* keeps the victim from the reaper */
 	spin_lock_irq(&priv->lock);
-	if (priv->cm_rx_count < max(READ_ONCE(ipoib_max_cm_passive), 1U)) {
+	if (priv->cm_rx_count < READ_ONCE(ipoib_max_cm_passive)) {
 		priv->cm_rx_count++;
 		spin_unlock_irq(&priv->lock);
 		mutex_unlock(&priv->cm_mutex);
@@ -1767,7 +1767,7 @@ found:
 	case IPOIB_CM_TX_IDLE:
 		if (tx->retry_later && time_before(jiffies, tx->retry_after))
 			return 1;
-		if (priv->cm_tx_qps >= max(READ_ONCE(ipoib_max_cm_active), 1U)) {
+		if (priv->cm_tx_qps >= READ_ONCE(ipoib_max_cm_active)) {
 			/* UD for a second: by then the victim's QP is gone */
 			priv->cm_active_refused++;
 			if (ipoib_cm_tx_evict(priv))
