@@ -729,6 +729,17 @@ iperf_stop() {
 	return 0
 }
 
+# iperf_intervals JSON: the bytes of each interval of one iperf3 -J run,
+# on one line; fails if iperf3 reported an error or no interval
+iperf_intervals() {
+	python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+iv = [int(i["sum"]["bytes"]) for i in r.get("intervals", [])]
+print(" ".join(map(str, iv)))
+sys.exit(1 if r.get("error") or not iv else 0)' <<<"$1"
+}
+
 # iperf_mbps CLIENT_NS SERVER_NS SERVER_ADDR SECONDS [IPERF3 ARGS...]:
 # one iperf3 run; prints the received Mbit/s, fails if the run failed
 iperf_mbps() {

@@ -42,17 +42,7 @@ neigh_is() {
 	[[ $(neigh_ll "$1" "$2" "$3") == "$4" ]]
 }
 
-# run_bytes JSON: the bytes of each interval of an iperf3 -J run
-run_bytes() {
-	python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-iv = [int(i["sum"]["bytes"]) for i in r.get("intervals", [])]
-print(" ".join(map(str, iv)))
-sys.exit(1 if r.get("error") or not iv else 0)' <<<"$1"
-}
-
-# stream_across WHAT CMD...: an iperf3 stream from ib0 to ib1 for SECS;
+# stream_across CMD...: an iperf3 stream from ib0 to ib1 for SECS;
 # at 1 s CMD runs (its status in CMD_RC). Fails unless iperf3 ended well
 # and the last second moved bytes; STREAM says how it went.
 stream_across() {
@@ -67,7 +57,7 @@ stream_across() {
 	CMD_RC=$?
 	wait $pid
 	rc=$?
-	bytes=$(run_bytes "$(cat "$out")") || ((rc)) || rc=1
+	bytes=$(iperf_intervals "$(cat "$out")") || ((rc)) || rc=1
 	STREAM="bytes per second: ${bytes:-none} (iperf3 status $rc)"
 	((rc)) && STREAM+=": $(head -c 300 "$out" | tr -s '\n\t"' ' ')"
 	rm -f "$out"

@@ -31,17 +31,6 @@ RUNS=${MODE_FLIP_RUNS:-20}
 SECS=4
 IB_WC_LOC_QP_OP_ERR=2
 
-# run_bytes JSON: the bytes of each interval of one iperf3 -J run, on
-# one line; fails if iperf3 reported an error or no interval
-run_bytes() {
-	python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-iv = [int(i["sum"]["bytes"]) for i in r.get("intervals", [])]
-print(" ".join(map(str, iv)))
-sys.exit(1 if r.get("error") or not iv else 0)' <<<"$1"
-}
-
 ktap_header 6
 ktap_diag "IPOIB=$IPOIB"
 
@@ -86,7 +75,7 @@ for ((run = 1; run <= RUNS; run++)); do
 	ipoib_set_mode "$A" ib0 connected || flips_refused=$((flips_refused + 1))
 	wait $pid
 	rc=$?
-	bytes=$(run_bytes "$(cat "$out")") || { ((rc)) || rc=1; }
+	bytes=$(iperf_intervals "$(cat "$out")") || { ((rc)) || rc=1; }
 	if ((rc)); then
 		:
 	elif [[ " $bytes " == *" 0 "* ]]; then
