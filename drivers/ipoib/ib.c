@@ -145,6 +145,10 @@ struct ipoib_rings {
 	struct ib_cq *send_cq;
 	struct ib_srq *srq;
 	struct ipoib_cm_rx_buf *srq_ring;
+	/* how far srq_ring is posted: an SRQ kept after a refusal keeps it */
+	bool srq_filled;
+	unsigned int srq_fill_next;
+	unsigned int srq_stranded;
 	struct ipoib_tx_buf *tx_ring;
 	struct ipoib_rx_buf *rx_ring;
 	struct ipoib_tx_wr *tx_chain;
@@ -162,6 +166,9 @@ static void ipoib_rings_swap(struct ipoib_dev_priv *priv,
 	swap(priv->send_cq, r->send_cq);
 	swap(priv->srq, r->srq);
 	swap(priv->srq_ring, r->srq_ring);
+	swap(priv->srq_filled, r->srq_filled);
+	swap(priv->srq_fill_next, r->srq_fill_next);
+	swap(priv->srq_stranded, r->srq_stranded);
 	swap(priv->tx_ring, r->tx_ring);
 	swap(priv->rx_ring, r->rx_ring);
 	swap(priv->tx_chain, r->tx_chain);

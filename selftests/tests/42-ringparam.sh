@@ -14,7 +14,8 @@
 # seen on 6.1 in connected mode): reported, not asserted. Out-of-range sizes get EINVAL and a log line
 # that names the ranges; a send ring size is rounded up to a power of
 # two; a refusal by the HCA (softib's fault/fail_create_qp) leaves the
-# old rings, QP and address, and the interface runs on; nothing leaks.
+# old rings, QP and address, and the interface runs on (in connected
+# mode too, with the SRQ a connection filled); nothing leaks.
 # In-tree has no ring parameters: its EOPNOTSUPP is expected and named.
 
 source "$(dirname "$0")/../lib.sh"
@@ -112,7 +113,7 @@ ll_ready() {
 		awk '/inet6/ { sub("/.*", "", $2); print $2; ok = 1 } END { exit !ok }'
 }
 
-ktap_header 8
+ktap_header 9
 ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
@@ -235,6 +236,27 @@ if [[ $IPOIB == ours ]]; then
 else
 	check_fail "$CMD_RC" "in-tree took ethtool -G"
 	log_test "in-tree, known failure: rings cannot be changed in connected mode (EOPNOTSUPP)"
+fi
+
+# A refusal after a connection filled the SRQ: the old SRQ comes back with
+# its buffers still posted, and must be known as filled, or the next REQ
+# posts a second ring into a full SRQ (refused: no connection) and loses
+# the first ring's buffers.
+RET=0
+if [[ $IPOIB == ours ]]; then
+	echo 1 >"$SOFTIB_DBG/fault/fail_create_qp"
+	ip netns exec "$A" ethtool -G ib0 rx 1024 >/dev/null 2>&1
+	check_fail $? "ethtool -G ib0 rx 1024 taken with QP creation failing"
+	echo 0 >"$SOFTIB_DBG/fault/fail_create_qp"
+	[[ $(rings "$A" ib0) == "256 512" ]]
+	check_err $? "rings changed by the refusal: $(rings "$A" ib0)"
+	slowwait 20 ipoib_lower_up "$A" ib0 >/dev/null &&
+		ip netns exec "$B" ping -c 2 -W 3 -s 9000 192.0.2.1 >/dev/null &&
+		ip netns exec "$A" ping -c 2 -W 3 -s 9000 192.0.2.2 >/dev/null
+	check_err $? "no 9000-byte ping over a connection after the refusal"
+	log_test "connected: a refusal keeps the SRQ and its posted buffers; peers connect again"
+else
+	log_test "in-tree, known failure: no ethtool -G to be refused"
 fi
 
 # back to the start: the objects of every replaced set are gone
