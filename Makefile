@@ -12,8 +12,8 @@
 #   make shell KSER=6.12      interactive guest shell with the modules built
 #   make style | sparse       checkpatch / sparse (C=2, endian checks)
 #   make install | dkms-install | dkms-uninstall
-#   make deb                  .build/deb/ipoib-ng-dkms_<version>_all.deb (dh-dkms),
-#                             checked with lintian
+#   make deb                  .build/deb/{ipoib-ng,softib}-dkms_<version>_all.deb
+#                             (dh-dkms), checked with lintian
 #   make fresh [FRESH=check]  README's "make demo" (or check) from a clone of
 #                             HEAD in a new debootstrap'ed bookworm chroot
 #
@@ -27,10 +27,10 @@ else
 KDIR ?= /lib/modules/$(KVER)/build
 endif
 
-PACKAGE_NAME := ipoib-ng
 # the one version of modules, DKMS and package (see dkms.conf)
 VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$$/\1/p' dkms.conf)
-DKMS_SRC := /usr/src/$(PACKAGE_NAME)-$(VERSION)
+# the DKMS modules (scripts/dkms-tree) and Debian packages (<module>-dkms)
+DKMS_MODULES := ipoib-ng softib
 UDEV_RULE := udev/76-ipoib-ng.rules
 KERNEL_HOOK := /etc/kernel/postinst.d/ipoib-ng
 MODPROBE_CONF := /lib/modprobe.d/ipoib-ng.conf
@@ -42,8 +42,6 @@ CACHE ?= /var/cache/ipoib-ng
 VM := selftests/vm
 
 SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
-# what DKMS builds from: sources only, never objects of a local build
-DKMS_FILES := Kbuild dkms.conf $(SOURCES) $(wildcard drivers/*/Kbuild)
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
 	deb deps kernels check check-debug shell demo bench fresh
@@ -73,21 +71,25 @@ install: module
 
 # dkms-install is idempotent: the same sources keep their builds, changed
 # sources replace them. dkms builds for the running kernel (and, through
-# its kernel hook, for every kernel installed later).
+# its kernel hook, for every kernel installed later). Two DKMS modules,
+# as the two Debian packages: ipoib-ng (ib_ipoib) and softib.
 dkms-install:
 	@command -v dkms >/dev/null || { echo "error: dkms is not installed:" \
 		"apt-get install dkms linux-headers-$$(uname -r)" >&2; exit 1; }
-	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	for f in $(DKMS_FILES); do install -D -m 644 $$f $$tmp/$$f; done; \
-	if [ -d $(DKMS_SRC) ] && ! diff -r -q $$tmp $(DKMS_SRC) >/dev/null; then \
-		echo "$(DKMS_SRC) differs from this tree: replacing it and its builds"; \
-		dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all >/dev/null 2>&1 || true; \
-		rm -rf $(DKMS_SRC); \
-	fi; \
-	if [ ! -d $(DKMS_SRC) ]; then mkdir -p $(DKMS_SRC); cp -a $$tmp/. $(DKMS_SRC)/; fi
-	@dkms status -m $(PACKAGE_NAME) -v $(VERSION) | grep -q . || \
-		dkms add -m $(PACKAGE_NAME) -v $(VERSION)
-	dkms install -m $(PACKAGE_NAME) -v $(VERSION)
+	@set -e; for m in $(DKMS_MODULES); do \
+		tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+		src=/usr/src/$$m-$(VERSION); scripts/dkms-tree $$m $$tmp; \
+		if [ -d $$src ] && ! diff -r -q $$tmp $$src >/dev/null; then \
+			echo "$$src differs from this tree: replacing it and its builds"; \
+			dkms remove -m $$m -v $(VERSION) --all >/dev/null 2>&1 || true; \
+			rm -rf $$src; \
+		fi; \
+		if [ ! -d $$src ]; then mkdir -p $$src; cp -a $$tmp/. $$src/; fi; \
+		rm -rf "$$tmp"; \
+		dkms status -m $$m -v $(VERSION) | grep -q . || dkms add -m $$m -v $(VERSION); \
+		echo "dkms install -m $$m -v $(VERSION)"; \
+		dkms install -m $$m -v $(VERSION); \
+	done
 	install -D -m 644 $(UDEV_RULE) /etc/udev/rules.d/$(notdir $(UDEV_RULE))
 	install -D -m 755 scripts/kernel-postinst $(KERNEL_HOOK)
 	install -D -m 644 scripts/ipoib-ng-modprobe.conf $(MODPROBE_CONF)
@@ -99,15 +101,18 @@ dkms-uninstall:
 	rm -f /etc/udev/rules.d/$(notdir $(UDEV_RULE)) $(KERNEL_HOOK) \
 		$(MODPROBE_CONF) $(MODPROBE_CMD)
 	-@rmdir $(dir $(MODPROBE_CMD)) 2>/dev/null
-	@if dkms status -m $(PACKAGE_NAME) -v $(VERSION) | grep -q .; then \
-		echo "dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all"; \
-		dkms remove -m $(PACKAGE_NAME) -v $(VERSION) --all; \
-	else echo "$(PACKAGE_NAME) $(VERSION) is not in dkms: nothing to remove"; fi
-	rm -rf $(DKMS_SRC)
+	@for m in $(DKMS_MODULES); do \
+		if dkms status -m $$m -v $(VERSION) | grep -q .; then \
+			echo "dkms remove -m $$m -v $(VERSION) --all"; \
+			dkms remove -m $$m -v $(VERSION) --all || exit 1; \
+		else echo "$$m $(VERSION) is not in dkms: nothing to remove"; fi; \
+		rm -rf /usr/src/$$m-$(VERSION); \
+	done
 
 # The package is built from the committed tree (git archive) when there is
 # one, else from this directory's files: never from local objects.
 DEB_DIR := .build/deb
+DEBS := $(foreach m,$(DKMS_MODULES),$(DEB_DIR)/$(m)-dkms_$(VERSION)_all.deb)
 deb:
 	@$(VM)/deps.sh --only build-essential debhelper dh-dkms lintian git
 	rm -rf $(DEB_DIR)
@@ -119,8 +124,8 @@ deb:
 	fi
 	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
 		{ tail -n 30 ../build.log; exit 1; }
-	lintian --fail-on error,warning --info $(DEB_DIR)/$(PACKAGE_NAME)-dkms_$(VERSION)_all.deb
-	@echo "built $(DEB_DIR)/$(PACKAGE_NAME)-dkms_$(VERSION)_all.deb"
+	lintian --fail-on error,warning --info $(DEBS)
+	@echo "built $(DEBS)"
 
 deps:
 	@$(VM)/deps.sh

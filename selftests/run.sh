@@ -245,10 +245,10 @@ wants_test() {
 
 pass=0 fail=0 skip=0
 [[ $guest_cmd != */guest-suite.sh ]] || host_tests
-# the Debian package 15-install installs (one for every kernel)
+# the Debian packages 15-install installs (one for every kernel)
 mkdir -p .build
 if wants_test 15-install; then
-	echo "# building the Debian package for 15-install (make deb, log: .build/deb/build.log)"
+	echo "# building the Debian packages (make deb, log: .build/deb/build.log)"
 	make --no-print-directory deb >.build/deb.log 2>&1 ||
 		sed 's/^/# make deb: /' .build/deb.log | tail -n 20
 fi

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Host-side test: the autoinstall guard in dkms.conf and the kernel hook
+# Host-side test: the autoinstall guard of both dkms.conf files
+# (scripts/dkms-autoinstall.sh) and the kernel hook
 # (scripts/kernel-postinst) for kernels and machines outside what
 # ipoib-ng is built for. bookworm's dkms ends "dkms autoinstall" with
 # exit 11 when a BUILD_EXCLUSIVE_* line excludes the kernel, and that
@@ -32,26 +33,34 @@ EOF
 }
 
 # autoinstall MACHINE DKMS_ARGS...: the AUTOINSTALL dkms.conf leaves when
-# sourced by "dkms DKMS_ARGS..." on a MACHINE
+# sourced by "dkms DKMS_ARGS..." on a MACHINE (CONF: which dkms.conf)
+CONF=$ROOT/dkms.conf
 autoinstall() {
 	local m=$1
 
 	shift
 	fake_uname "$m"
 	PATH="$work/bin:$PATH" bash -c 'source "$1"; echo "AUTOINSTALL=$AUTOINSTALL"' \
-		dkms "$ROOT/dkms.conf" "$@"
+		dkms "$CONF" "$@"
 }
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..8"
 
-out=$(autoinstall x86_64 autoinstall -k 6.12.118+deb12-amd64)
-[[ $out == "AUTOINSTALL=yes" ]]
-result $? "x86_64, a kernel of the window: autoinstalled" "$out"
+# ipoib-ng's dkms.conf, and softib's (softib-dkms) in its DKMS tree: both
+# source the same guard
+"$ROOT/scripts/dkms-tree" softib "$work/softib"
+for CONF in "$ROOT/dkms.conf" "$work/softib/dkms.conf"; do
+	m=$(sed -n 's/^PACKAGE_NAME="\(.*\)"$/\1/p' "$CONF")
+	out=$(autoinstall x86_64 autoinstall -k 6.12.118+deb12-amd64)
+	[[ $out == "AUTOINSTALL=yes" ]]
+	result $? "$m, x86_64, a kernel of the window: autoinstalled" "$out"
 
-out=$(autoinstall x86_64 autoinstall -k 6.16.3+deb13-amd64)
-[[ $out == "AUTOINSTALL=" ]]
-result $? "x86_64, a kernel outside the window: not autoinstalled" "$out"
+	out=$(autoinstall x86_64 autoinstall -k 6.16.3+deb13-amd64)
+	[[ $out == "AUTOINSTALL=" ]]
+	result $? "$m, x86_64, a kernel outside the window: not autoinstalled" "$out"
+done
+CONF=$ROOT/dkms.conf
 
 out=$(autoinstall aarch64 autoinstall -k 6.1.0-57-arm64)
 [[ $out == "AUTOINSTALL=" ]]

@@ -12,7 +12,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OBJ=drivers/softib/policy.o
+OBJ=drivers/ipoib/param.o
 
 kdir=""
 for s in 6.12 6.1; do
@@ -30,16 +30,14 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# the tree as DKMS lays it out: $dkms_tree/NAME/VERSION/build
+# ipoib-ng's tree as DKMS lays it out: $dkms_tree/NAME/VERSION/build
 ver=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' "$ROOT/dkms.conf")
 b=$work/dkms/ipoib-ng/$ver/build
-mkdir -p "$b"
-(cd "$ROOT" && cp -a --parents Kbuild dkms.conf $(find drivers include -name '*.[ch]' ! -name '*.mod.c') \
-	drivers/ipoib/Kbuild drivers/softib/Kbuild "$b/")
+"$ROOT/scripts/dkms-tree" ipoib-ng "$b"
 cat >>"$b/${OBJ%.o}.c" <<'EOF'
 
-int softib_werror_probe(void);
-int softib_werror_probe(void)
+int ipoib_werror_probe(void);
+int ipoib_werror_probe(void)
 {
 	int unused_by_design;
 

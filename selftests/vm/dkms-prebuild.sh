@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# dkms-prebuild.sh ABI KDIR OUT: dkms add + build of this tree for kernel
-# ABI on this machine, into a private DKMS tree OUT/tree with its sources
-# in OUT/src, plus that build as a DKMS tarball (OUT/tree/ipoib-ng/VER/
-# tarball/), for the install test (15-install) to seed its guest with.
+# dkms-prebuild.sh ABI KDIR OUT: dkms build of this tree's two DKMS
+# modules (ipoib-ng, softib) for kernel ABI on this machine, into a
+# private DKMS tree OUT/tree with their sources in OUT/src, plus each
+# build as a DKMS tarball (OUT/tree/MODULE/VER/tarball/), for the install
+# test (15-install) to seed its guest with.
 #
 # A DKMS build in a TCG guest takes 10-17 minutes; here it takes one. The
 # guest then runs everything that decides what a site gets (make
@@ -27,29 +28,22 @@ ver=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' dkms.conf)
 [[ -n $ver ]] || { echo "dkms-prebuild: no PACKAGE_VERSION in dkms.conf" >&2; exit 1; }
 
 rm -rf "$out"
-src=$out/src/ipoib-ng-$ver
-mkdir -p "$src" "$out/tree"
-# the files make dkms-install and the package give DKMS
-{
-	echo Kbuild
-	echo dkms.conf
-	find drivers include -type f ! -name '*.mod.c' \( -name '*.[ch]' -o -name Kbuild \)
-} | while read -r f; do
-	install -D -m 644 "$f" "$src/$f"
+mkdir -p "$out/tree" "$out/key"
+for m in ipoib-ng softib; do
+	# the files make dkms-install and the packages give DKMS
+	scripts/dkms-tree "$m" "$out/src/$m-$ver"
+	mok_signing_key=$out/key/mok.key mok_certificate=$out/key/mok.pub \
+	bash -euo pipefail -c '
+		dkms build -m "$5" -v "$1" -k "$2" --kernelsourcedir "$3" \
+			--dkmstree "$4/tree" --sourcetree "$4/src"
+		# the same build as a DKMS tarball (sources and modules), the
+		# form a package hands its postinst prebuilt modules in
+		dkms mktarball -m "$5" -v "$1" -k "$2" --dkmstree "$4/tree" \
+			--sourcetree "$4/src" --archive "$5-$1.dkms.tar.gz"
+	' _ "$ver" "$abi" "$kdir" "$out" "$m" >>"$out/build.log" 2>&1 || {
+		tail -n 20 "$out/build.log" >&2
+		echo "dkms-prebuild: dkms build of $m for $abi failed (log: $out/build.log)" >&2
+		exit 1
+	}
+	ls "$out/tree/$m/$ver/$abi/"*/module/ >/dev/null
 done
-
-mkdir -p "$out/key"
-mok_signing_key=$out/key/mok.key mok_certificate=$out/key/mok.pub \
-bash -euo pipefail -c '
-	dkms build -m ipoib-ng -v "$1" -k "$2" --kernelsourcedir "$3" \
-		--dkmstree "$4/tree" --sourcetree "$4/src"
-	# the same build as a DKMS tarball (sources and modules), the form a
-	# package hands its postinst prebuilt modules in
-	dkms mktarball -m ipoib-ng -v "$1" -k "$2" --dkmstree "$4/tree" \
-		--sourcetree "$4/src" --archive "ipoib-ng-$1.dkms.tar.gz"
-' _ "$ver" "$abi" "$kdir" "$out" >"$out/build.log" 2>&1 || {
-	tail -n 20 "$out/build.log" >&2
-	echo "dkms-prebuild: dkms build for $abi failed (log: $out/build.log)" >&2
-	exit 1
-}
-ls "$out/tree/ipoib-ng/$ver/$abi/"*/module/ >/dev/null
