@@ -245,9 +245,10 @@ wants_test() {
 
 pass=0 fail=0 skip=0
 [[ $guest_cmd != */guest-suite.sh ]] || host_tests
-# the Debian packages 15-install installs (one for every kernel)
+# the Debian packages 15-install and 16-autopkgtest install (one build
+# for every kernel)
 mkdir -p .build
-if wants_test 15-install; then
+if wants_test 15-install || { ((LONG)) && wants_test 16-autopkgtest; }; then
 	echo "# building the Debian packages (make deb, log: .build/deb/build.log)"
 	make --no-print-directory deb >.build/deb.log 2>&1 ||
 		sed 's/^/# make deb: /' .build/deb.log | tail -n 20

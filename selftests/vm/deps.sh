@@ -23,6 +23,7 @@ PKGS=(
 	xz-utils python3 procps coreutils util-linux git bc flex bison
 	libelf-dev libssl-dev
 	dkms debhelper dh-dkms lintian udev systemd ifupdown network-manager dbus
+	dctrl-tools openssl
 )
 if [[ ${1:-} == --only ]]; then
 	shift
