@@ -410,7 +410,7 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	/*
 	 * Only datagram QPs take datagrams. An RC QP's Q_Key reads as 0 (RC
 	 * cannot set one), so without this a UD send with Q_Key 0 would land
-	 * in its receive queue, GRH space and all (issue 10 S2).
+	 * in its receive queue, GRH space and all.
 	 */
 	if (!dqp || dqp->port_num != dport->num ||
 	    (dqp->ibqp.qp_type != IB_QPT_UD &&

@@ -59,7 +59,7 @@
 
 /* Why a packet was not delivered; one counter per port per reason. */
 enum softib_drop {
-	SOFTIB_DROP_NO_DEST,	/* no port owns the DLID (e.g. the SM, issue 3) */
+	SOFTIB_DROP_NO_DEST,	/* no port owns the DLID (e.g. the SM's) */
 	SOFTIB_DROP_NO_QP,	/* no such QPN, or QP not ready to receive */
 	SOFTIB_DROP_PKEY,	/* partition check failed at the receiving port */
 	SOFTIB_DROP_QKEY,	/* Q_Key mismatch */

@@ -112,7 +112,7 @@ ktap_result $? "ports=4 gives four ACTIVE ports with stable GIDs"
 
 # Loading ran ib_mad's modify_qp on QP0/QP1 (SQ lock, then RQ lock) and
 # ib_mad's receives; with one lockdep class for every queue lock that was
-# "possible recursive locking" (issue 10 S1). Only a lockdep kernel can tell.
+# "possible recursive locking". Only a lockdep kernel can tell.
 lockdep_silent "no lockdep report from softib's queue locks"
 
 ktap_finish

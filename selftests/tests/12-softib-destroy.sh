@@ -8,10 +8,10 @@
 # debugfs "stats"; and the suite runs with the wr_id check on
 # (debug_wrid=1 from lib.sh's load_softib). The fabric's own checks run
 # as in-kernel self tests (drivers/softib/selftest.c): an RC QP takes no
-# UD datagram (issue 10 S2); WRs posted in any QP state are taken, as
+# UD datagram; WRs posted in any QP state are taken, as
 # mlx4/mlx5 take them, and wait for RTS (qpstate); the SA's group table is capped
-# (sa_max_groups) and refuses a join beyond it with status 0x0100 (S5);
-# writers and closes racing on one open "partitions" file (S4). The
+# (sa_max_groups) and refuses a join beyond it with status 0x0100;
+# writers and closes racing on one open "partitions" file. The
 # fabric's ceiling loop ("bench", make bench) takes only well-formed
 # commands: each malformed one gets its errno and a log line, and runs
 # nothing.

@@ -3,7 +3,7 @@
 # ipoib: both
 # timeout: 480
 #
-# Hostile UD traffic into an IPoIB interface (issue 10), put on the fabric
+# Hostile UD traffic into an IPoIB interface, put on the fabric
 # with softib's injector (debugfs ports/2/inject, Documentation/softib.rst)
 # at ib1's UD QPN: malformed IPoIB frames, truncated or bad IPv4/IPv6/ARP,
 # wrong Q_Key and P_Key, with and without GRH, oversized, to the broadcast
