@@ -72,6 +72,12 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 		   atomic64_read(&sdev->sa_requests),
 		   atomic64_read(&sdev->sa_replies_delayed),
 		   READ_ONCE(sdev->n_sa_delayed));
+	seq_printf(m, "sa_path_queries %lld\nsa_path_peak_per_sec %u\n",
+		   atomic64_read(&sdev->sa_path_queries),
+		   READ_ONCE(sdev->sa_path_peak));
+	seq_printf(m, "sa_mc_joins %lld\nsa_mc_leaves %lld\n",
+		   atomic64_read(&sdev->sa_mc_joins),
+		   atomic64_read(&sdev->sa_mc_leaves));
 	seq_printf(m, "lso_sends %lld\nlso_segments %lld\ncsum_filled %lld\ncsum_verified %lld\ncsum_unverified %lld\n",
 		   atomic64_read(&sdev->lso_sends),
 		   atomic64_read(&sdev->lso_segments),
@@ -86,6 +92,45 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);
+
+static int softib_vnodes_show(struct seq_file *m, void *unused)
+{
+	return softib_vnode_show(m, m->private);
+}
+DEFINE_SHOW_ATTRIBUTE(softib_vnodes);
+
+/* The SA's busiest second of PathRecord queries; a write starts anew. */
+static int softib_sa_path_peak_show(struct seq_file *m, void *unused)
+{
+	struct softib_dev *sdev = m->private;
+
+	seq_printf(m, "%u\n", READ_ONCE(sdev->sa_path_peak));
+	return 0;
+}
+
+static int softib_sa_path_peak_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, softib_sa_path_peak_show, inode->i_private);
+}
+
+static ssize_t softib_sa_path_peak_write(struct file *file,
+					 const char __user *ubuf, size_t count,
+					 loff_t *ppos)
+{
+	struct seq_file *m = file->private_data;
+
+	softib_sa_reset_peak(m->private);
+	return count;
+}
+
+static const struct file_operations softib_sa_path_peak_fops = {
+	.owner = THIS_MODULE,
+	.open = softib_sa_path_peak_open,
+	.read = seq_read,
+	.write = softib_sa_path_peak_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
 
 static int softib_counters_show(struct seq_file *m, void *unused)
 {
@@ -383,6 +428,10 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_mcast_fops);
 	debugfs_create_file("sa_members", 0444, sdev->debugfs, sdev,
 			    &softib_sa_mcg_fops);
+	debugfs_create_file("sa_path_peak", 0600, sdev->debugfs, sdev,
+			    &softib_sa_path_peak_fops);
+	debugfs_create_file("vnodes", 0444, sdev->debugfs, sdev,
+			    &softib_vnodes_fops);
 	debugfs_create_file("selftest", 0200, sdev->debugfs, sdev,
 			    &softib_selftest_fops);
 	debugfs_create_file("bench", 0600, sdev->debugfs, sdev,

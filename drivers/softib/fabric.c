@@ -366,6 +366,7 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	u16 dlid = wqe->av.dlid;
 	struct softib_port *dport;
 	struct softib_qp *dqp;
+	u32 vnode;
 
 	/* the subnet administrator answers at (SM LID, QP1) */
 	if (dlid == SOFTIB_SM_LID) {
@@ -392,12 +393,18 @@ void softib_route_pkt(struct softib_pkt *pkt)
 					continue;
 				softib_deliver_ud(pkt, a->qp);
 			}
+			if (softib_vnodes)
+				softib_vnode_recv_mcast(pkt, &mc->mgid);
 			break;
 		}
 		goto out_unlock;
 	}
 
 	dport = softib_lid_to_port(sdev, dlid);
+	if (!dport && softib_vnode_lid(dlid, &vnode)) {
+		softib_vnode_recv(pkt, vnode);
+		goto out_unlock;
+	}
 	if (!dport) {
 		if (pkt->sport)
 			softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);

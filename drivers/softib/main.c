@@ -381,6 +381,7 @@ static void softib_destroy(struct softib_dev *sdev)
 static int __init softib_init(void)
 {
 	struct softib_dev *sdev;
+	int ret;
 
 	if (ports < 1 || ports > SOFTIB_MAX_PORTS) {
 		pr_err("ports=%u is out of range: load with ports=1..%u\n",
@@ -394,6 +395,10 @@ static int __init softib_init(void)
 		       SOFTIB_MLID_LAST - SOFTIB_MLID_FIRST + 1);
 		return -EINVAL;
 	}
+
+	ret = softib_vnode_setup();
+	if (ret)
+		return ret;
 
 	sdev = softib_create(ports);
 	if (IS_ERR(sdev))

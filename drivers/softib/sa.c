@@ -149,8 +149,9 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
 	struct softib_port *sport, *dport;
 	union ib_gid sgid, dgid;
+	u16 pkey, dlid, dkey;
 	int si, di;
-	u16 pkey;
+	u32 vnode;
 
 	if (!(comp & IB_SA_PATH_REC_DGID))
 		return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
@@ -164,21 +165,35 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 		sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
 		sgid.global.interface_id = softib_port_guid(sport->num);
 	}
-	if (!sport || !dport)
+	/* a virtual node: a full member of every partition (vnode.c) */
+	if (!dport && softib_vnode_gid(&dgid, &vnode))
+		dlid = SOFTIB_VNODE_LID + vnode;
+	else if (dport)
+		dlid = dport->lid;
+	else
+		return SOFTIB_SA_ERR_NO_RECORDS;
+	if (!sport)
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
 	/* a path exists only inside a partition both ends belong to */
 	pkey = (comp & IB_SA_PATH_REC_PKEY) ? get_be16(q + PR_PKEY) :
 					      READ_ONCE(sport->pkeys[0]);
 	si = softib_port_find_pkey(sport, pkey);
-	di = softib_port_find_pkey(dport, pkey);
-	if (si < 0 || di < 0 ||
-	    !((READ_ONCE(sport->pkeys[si]) | READ_ONCE(dport->pkeys[di])) & 0x8000))
+	if (si < 0)
+		return SOFTIB_SA_ERR_NO_RECORDS;
+	dkey = 0x8000;
+	if (dport) {
+		di = softib_port_find_pkey(dport, pkey);
+		if (di < 0)
+			return SOFTIB_SA_ERR_NO_RECORDS;
+		dkey = READ_ONCE(dport->pkeys[di]);
+	}
+	if (!((READ_ONCE(sport->pkeys[si]) | dkey) & 0x8000))
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
 	memcpy(r + PR_DGID, &dgid, sizeof(dgid));
 	memcpy(r + PR_SGID, &sgid, sizeof(sgid));
-	put_be16(r + PR_DLID, dport->lid);
+	put_be16(r + PR_DLID, dlid);
 	put_be16(r + PR_SLID, sport->lid);
 	put_be32(r + PR_FLOW_HOP, 0);
 	r[PR_TCLASS] = (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ? q[PR_TCLASS] : 0;
@@ -429,6 +444,37 @@ static void softib_sa_reply(struct softib_dev *sdev, struct softib_port *port,
 }
 
 /*
+ * Count a PathRecord query, and the most in one second of the clock: the
+ * load a fabric-wide event puts on the SA.
+ */
+static void softib_sa_count_path(struct softib_dev *sdev)
+{
+	unsigned long sec = jiffies / HZ;
+	unsigned long flags;
+
+	atomic64_inc(&sdev->sa_path_queries);
+	spin_lock_irqsave(&sdev->sa_rate_lock, flags);
+	if (sdev->sa_rate_sec != sec) {
+		sdev->sa_rate_sec = sec;
+		sdev->sa_rate_count = 0;
+	}
+	if (++sdev->sa_rate_count > sdev->sa_path_peak)
+		sdev->sa_path_peak = sdev->sa_rate_count;
+	spin_unlock_irqrestore(&sdev->sa_rate_lock, flags);
+}
+
+/* debugfs sa_path_peak: writing anything starts a new measurement */
+void softib_sa_reset_peak(struct softib_dev *sdev)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sdev->sa_rate_lock, flags);
+	sdev->sa_rate_count = 0;
+	sdev->sa_path_peak = 0;
+	spin_unlock_irqrestore(&sdev->sa_rate_lock, flags);
+}
+
+/*
  * Answer one SA request from a port into "resp"; returns the MAD status
  * (also in resp), or U16_MAX for a MAD that gets no answer. The self
  * tests call this directly.
@@ -466,6 +512,7 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 	case IB_SA_ATTR_PATH_REC:
 		if (method != IB_MGMT_METHOD_GET)
 			goto unsupported;
+		softib_sa_count_path(sdev);
 		status = softib_sa_path_rec(sdev, sport, req, resp);
 		break;
 	case IB_SA_ATTR_MC_MEMBER_REC:
@@ -473,6 +520,10 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		    method != IB_MGMT_METHOD_SET &&
 		    method != IB_SA_METHOD_DELETE)
 			goto unsupported;
+		if (method == IB_MGMT_METHOD_SET)
+			atomic64_inc(&sdev->sa_mc_joins);
+		else if (method == IB_SA_METHOD_DELETE)
+			atomic64_inc(&sdev->sa_mc_leaves);
 		mutex_lock(&sdev->sa_lock);
 		status = softib_sa_mcmember(sdev, sport, method, req, resp);
 		mutex_unlock(&sdev->sa_lock);
@@ -702,6 +753,7 @@ void softib_sa_init(struct softib_dev *sdev)
 	sdev->sa_groups = 0;
 	sdev->sa_max_groups = softib_sa_max_groups;
 	spin_lock_init(&sdev->sa_delay_lock);
+	spin_lock_init(&sdev->sa_rate_lock);
 	INIT_LIST_HEAD(&sdev->sa_delayed);
 	sdev->n_sa_delayed = 0;
 	sdev->sa_delay_ms = 0;

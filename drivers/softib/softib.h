@@ -55,6 +55,11 @@
 #define SOFTIB_SA_DELAYED_MAX		1024
 #define SOFTIB_SA_DELAY_MAX_MS		60000
 #define SOFTIB_LID_PERMISSIVE	0xffff
+/* virtual nodes (vnode.c): LIDs, port GUIDs and QPN */
+#define SOFTIB_VNODES_MAX	32768
+#define SOFTIB_VNODE_LID	0x1000
+#define SOFTIB_VNODE_GUID	0x02110bfe00000000ULL
+#define SOFTIB_VNODE_QPN	0x00fe00
 #define SOFTIB_GRH_NEXT_HDR	0x1b	/* IBA: next header after a GRH is a BTH */
 
 /* Why a packet was not delivered; one counter per port per reason. */
@@ -131,6 +136,16 @@ struct softib_dev {
 	atomic64_t sa_groups_refused;	/* joins refused at the cap */
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
+	/* PathRecord queries, and the most in one second (sa.c) */
+	atomic64_t sa_path_queries;
+	spinlock_t sa_rate_lock;	/* sa_rate_sec, sa_rate_count, sa_path_peak */
+	unsigned long sa_rate_sec;
+	u32 sa_rate_count, sa_path_peak;
+	/* MCMemberRecord joins (Set) and leaves (Delete) asked for */
+	atomic64_t sa_mc_joins, sa_mc_leaves;
+	/* what the virtual nodes answered and dropped (vnode.c) */
+	atomic64_t vnode_arp_replies, vnode_echo_replies;
+	atomic64_t vnode_sent, vnode_dropped;
 	/* fault/sa_delay_ms: SA answers held back this long (0: at once) */
 	u32 sa_delay_ms;
 	spinlock_t sa_delay_lock;	/* sa_delayed, n_sa_delayed */
@@ -523,6 +538,7 @@ u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 			   struct softib_port *member, u8 method,
 			   const union ib_gid *mgid, u8 join, u16 *status);
 void softib_sa_cleanup(struct softib_dev *sdev);
+void softib_sa_reset_peak(struct softib_dev *sdev);
 void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
@@ -587,6 +603,16 @@ bool softib_fault_create_qp(struct softib_dev *sdev);
 
 /* inject.c */
 extern const struct file_operations softib_inject_fops;
+
+/* vnode.c */
+extern unsigned int softib_vnodes;
+int softib_vnode_setup(void);
+bool softib_vnode_lid(u16 lid, u32 *i);
+bool softib_vnode_gid(const union ib_gid *gid, u32 *i);
+void softib_vnode_recv(const struct softib_pkt *req, u32 i);
+void softib_vnode_recv_mcast(const struct softib_pkt *req,
+			     const union ib_gid *mgid);
+int softib_vnode_show(struct seq_file *m, struct softib_dev *sdev);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);
