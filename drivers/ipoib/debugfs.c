@@ -149,6 +149,10 @@ static int ipoib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "max_paths %u\n", READ_ONCE(ipoib_max_paths));
 	seq_printf(m, "path_evictions %llu\n", priv->path_evictions);
 	seq_printf(m, "path_drops %llu\n", priv->path_drops);
+	seq_printf(m, "answer_paths %u\n", priv->nanswers);
+	seq_printf(m, "path_answer_evictions %llu\n",
+		   priv->path_answer_evictions);
+	seq_printf(m, "path_revalidations %llu\n", priv->path_revalidations);
 	seq_printf(m, "max_full_groups %u\n", READ_ONCE(ipoib_max_full_groups));
 	seq_printf(m, "full_groups_over %u\n", priv->full_over);
 	seq_printf(m, "full_groups_refused %llu\n", priv->full_refused);

@@ -105,6 +105,9 @@ struct ipoib_counters {
 	u64 paths;
 	u64 path_evictions;
 	u64 path_drops;
+	u64 answer_paths;
+	u64 path_answer_evictions;
+	u64 path_revalidations;
 	u64 full_groups;
 	u64 full_groups_over;
 	u64 full_groups_refused;
@@ -136,6 +139,9 @@ static const struct {
 	IPOIB_COUNTER(paths),
 	IPOIB_COUNTER(path_evictions),
 	IPOIB_COUNTER(path_drops),
+	IPOIB_COUNTER(answer_paths),
+	IPOIB_COUNTER(path_answer_evictions),
+	IPOIB_COUNTER(path_revalidations),
 	IPOIB_COUNTER(full_groups),
 	IPOIB_COUNTER(full_groups_over),
 	IPOIB_COUNTER(full_groups_refused),
@@ -172,6 +178,9 @@ static void ipoib_read_counters(struct ipoib_dev_priv *priv,
 	c->paths = priv->npaths;
 	c->path_evictions = priv->path_evictions;
 	c->path_drops = priv->path_drops;
+	c->answer_paths = priv->nanswers;
+	c->path_answer_evictions = priv->path_answer_evictions;
+	c->path_revalidations = priv->path_revalidations;
 	list_for_each_entry(mc, &priv->mcasts, list)
 		c->full_groups += !mc->sendonly && mc != priv->broadcast;
 	c->full_groups_over = priv->full_over;

@@ -278,6 +278,14 @@ struct ipoib_path {
 	 */
 	struct list_head lru;
 	bool used;
+	/*
+	 * Made to answer a neighbour request (ipoib_skb_answers()) and not
+	 * sent anything else yet: on priv->path_answers, with its own bound
+	 */
+	bool answer;
+	struct list_head answers;
+	/* on priv->path_stale: to be asked for again (ipoib_path_reval_work) */
+	struct list_head stale;
 	struct list_head flush;
 	union ib_gid dgid;
 	struct ipoib_ah *ah;		/* NULL until resolved */
@@ -476,6 +484,16 @@ struct ipoib_dev_priv {
 	struct work_struct path_evict_work;
 	u64 path_evictions;		/* for a new path, with max_paths */
 	u64 path_drops;			/* no path could be made */
+	/* answer paths: bounded by max_answer_paths, oldest first out */
+	struct list_head path_answers;
+	unsigned int nanswers;
+	u64 path_answer_evictions;
+	/* after an SM change: paths asked for again, at revalidate_rate */
+	struct list_head path_stale;
+	struct delayed_work path_reval_work;
+	unsigned long path_reval_last;	/* jiffies; the work's last run */
+	u64 path_reval_credit;		/* queries x HZ earned, not yet made */
+	u64 path_revalidations;
 	struct list_head mcasts;
 	struct ipoib_mcast *broadcast;
 	bool mcast_running;		/* joins may be (re)started */
@@ -619,6 +637,9 @@ void ipoib_path_gc_work(struct work_struct *work);
 void ipoib_path_gc_start(struct ipoib_dev_priv *priv);
 void ipoib_path_init(struct ipoib_dev_priv *priv);
 void ipoib_path_evict_work(struct work_struct *work);
+void ipoib_path_reval_work(struct work_struct *work);
+void ipoib_paths_revalidate(struct ipoib_dev_priv *priv);
+void ipoib_paths_stop_revalidate(struct ipoib_dev_priv *priv);
 extern unsigned int ipoib_max_paths;
 
 /* cm.c */

@@ -234,6 +234,7 @@ static void ipoib_halt(struct ipoib_dev_priv *priv)
 	netif_tx_disable(priv->dev);
 	ipoib_mcast_stop(priv);
 	cancel_delayed_work_sync(&priv->gc_work);
+	ipoib_paths_stop_revalidate(priv);
 	/* connections need NAPI to drain: before the transport goes */
 	ipoib_flush_paths(priv);
 	ipoib_cm_stop(priv);
@@ -284,12 +285,14 @@ int ipoib_set_rings(struct ipoib_dev_priv *priv, unsigned int tx_size,
 	return ret;
 }
 
-/* Port, P_Key or SM changes: take the datapath down and up again. */
 /*
  * React to the IB events recorded in "events" as lightly as possible: a
  * P_Key table change restarts only an interface whose P_Key moved or went
- * (or came back); an SM change or reregistration only forgets paths (the
- * SA layer tells our joins to rejoin by itself).
+ * (or came back), and changes nothing else (the paths do not depend on
+ * the other entries); an SM change or a reregistration only asks the SA
+ * again for the paths, at a bounded rate, while traffic keeps flowing on
+ * them (the SA layer tells our joins to rejoin by itself). A port, LID or
+ * GID change restarts the datapath.
  */
 static void ipoib_restart(struct ipoib_dev_priv *priv, unsigned long events)
 {
@@ -316,7 +319,8 @@ static void ipoib_restart(struct ipoib_dev_priv *priv, unsigned long events)
 				events &= ~BIT(IPOIB_EV_PKEY);
 		}
 		if (!(events & BIT(IPOIB_EV_PKEY))) {
-			ipoib_flush_paths(priv);
+			if (events & BIT(IPOIB_EV_FLUSH))
+				ipoib_paths_revalidate(priv);
 			return;
 		}
 	}
@@ -684,6 +688,7 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	ipoib_debugfs_remove(priv);
 	cancel_delayed_work_sync(&priv->mcast_work);
 	cancel_delayed_work_sync(&priv->gc_work);
+	cancel_delayed_work_sync(&priv->path_reval_work);
 	flush_work(&priv->path_evict_work);
 	/* ipoib_cm_stop() left the stopped connections' QPs to the reapers */
 	ipoib_cm_reap(priv);

@@ -9,23 +9,34 @@
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
+#include <linux/icmpv6.h>
+#include <linux/if_arp.h>
+#include <linux/ipv6.h>
 #include <linux/jhash.h>
 #include <linux/moduleparam.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <net/arp.h>
+#include <net/ndisc.h>
 
 #include "ipoib.h"
 
 /*
- * Any node in the partition can make us create paths: an ARP request from
- * a forged hardware address is answered, and the answer needs a path to
- * the forged GID. The table is bounded per interface; see
- * ipoib_path_evict() for which path gives way.
+ * Two bounds, because a fixed count cannot tell a flood from a big
+ * cluster. Any node in the partition can make us create paths: an ARP
+ * request (or ND solicitation) from a forged hardware address is
+ * answered, and the answer needs a path to the forged GID. Such "answer
+ * paths" have their own budget, max_answer_paths, where the oldest gives
+ * way (ipoib_path_evict_answer()); a path becomes an ordinary one when
+ * we send it anything else. max_paths bounds all paths of an interface,
+ * sized for the largest fabrics (a path with its address handle is well
+ * under 1 KiB, see Documentation/ipoib.rst); see ipoib_path_evict() for
+ * which path gives way there.
  */
 #define IPOIB_MAX_PATHS_MIN	16
 #define IPOIB_MAX_PATHS_MAX	1048576U
 
-unsigned int ipoib_max_paths = 4096;
+unsigned int ipoib_max_paths = 65536;
 
 static const struct ipoib_param_range ipoib_max_paths_range =
 	IPOIB_PARAM_RANGE(ipoib_max_paths, IPOIB_MAX_PATHS_MIN, IPOIB_MAX_PATHS_MAX);
@@ -33,18 +44,93 @@ module_param_cb(max_paths, &ipoib_param_range_ops, (void *)&ipoib_max_paths_rang
 		0644);
 __MODULE_PARM_TYPE(max_paths, "uint");
 MODULE_PARM_DESC(max_paths,
-		 "Most unicast paths per interface (16-1048576, default 4096); beyond it the least recently used idle path is forgotten");
+		 "Most unicast paths per interface (16-1048576, default 65536); beyond it the least recently used idle path is forgotten");
+
+static unsigned int ipoib_max_answer_paths = 4096;
+
+static const struct ipoib_param_range ipoib_max_answer_paths_range =
+	IPOIB_PARAM_RANGE(ipoib_max_answer_paths, IPOIB_MAX_PATHS_MIN,
+			  IPOIB_MAX_PATHS_MAX);
+module_param_cb(max_answer_paths, &ipoib_param_range_ops,
+		(void *)&ipoib_max_answer_paths_range, 0644);
+__MODULE_PARM_TYPE(max_answer_paths, "uint");
+MODULE_PARM_DESC(max_answer_paths,
+		 "Most paths per interface made only to answer ARP or ND requests (16-1048576, default 4096); beyond it the oldest is forgotten");
+
+/*
+ * After an SM change or a client reregistration every node of the fabric
+ * would ask the SA again for every peer at once; we keep sending on the
+ * paths we have and ask again for them at this rate, from a random
+ * moment of the first second on.
+ */
+#define IPOIB_REVALIDATE_TICKS	10	/* batches a second */
+
+static unsigned int ipoib_revalidate_rate = 100;
+
+static const struct ipoib_param_range ipoib_revalidate_rate_range =
+	IPOIB_PARAM_RANGE(ipoib_revalidate_rate, 1, 100000);
+module_param_cb(revalidate_rate, &ipoib_param_range_ops,
+		(void *)&ipoib_revalidate_rate_range, 0644);
+__MODULE_PARM_TYPE(revalidate_rate, "uint");
+MODULE_PARM_DESC(revalidate_rate,
+		 "PathRecord queries a second per interface that refresh its paths after an SM change (1-100000, default 100)");
 
 static unsigned int ipoib_path_limit(void)
 {
 	return READ_ONCE(ipoib_max_paths);
 }
 
+static unsigned int ipoib_answer_limit(void)
+{
+	return min(READ_ONCE(ipoib_max_answer_paths), ipoib_path_limit());
+}
+
 void ipoib_path_init(struct ipoib_dev_priv *priv)
 {
 	INIT_LIST_HEAD(&priv->path_lru);
 	INIT_LIST_HEAD(&priv->path_evicted);
+	INIT_LIST_HEAD(&priv->path_answers);
+	INIT_LIST_HEAD(&priv->path_stale);
 	INIT_WORK(&priv->path_evict_work, ipoib_path_evict_work);
+	INIT_DELAYED_WORK(&priv->path_reval_work, ipoib_path_reval_work);
+}
+
+/*
+ * Does this packet only answer a neighbour request: an ARP reply or an
+ * IPv6 neighbour advertisement? skb->data is at the IPoIB header.
+ */
+static bool ipoib_skb_answers(const struct sk_buff *skb)
+{
+	if (skb->protocol == htons(ETH_P_ARP)) {
+		struct arphdr _arp;
+		const struct arphdr *arp;
+
+		arp = skb_header_pointer(skb, IPOIB_ENCAP_LEN, sizeof(_arp),
+					 &_arp);
+		return arp && arp->ar_op == htons(ARPOP_REPLY);
+	}
+	if (skb->protocol == htons(ETH_P_IPV6)) {
+		struct {
+			struct ipv6hdr ip6;
+			struct icmp6hdr icmp6;
+		} _h;
+		const typeof(_h) *h;
+
+		h = skb_header_pointer(skb, IPOIB_ENCAP_LEN, sizeof(_h), &_h);
+		return h && h->ip6.nexthdr == IPPROTO_ICMPV6 &&
+		       h->icmp6.icmp6_type == NDISC_NEIGHBOUR_ADVERTISEMENT;
+	}
+	return false;
+}
+
+/* We send it something else than answers: an ordinary path from now on. */
+static void ipoib_path_promote(struct ipoib_dev_priv *priv,
+			       struct ipoib_path *path)
+{
+	lockdep_assert_held(&priv->lock);
+	list_del_init(&path->answers);
+	priv->nanswers--;
+	WRITE_ONCE(path->answer, false);
 }
 
 /* Take a path out of the table; the caller frees it in process context. */
@@ -55,6 +141,9 @@ static void ipoib_path_unlink(struct ipoib_dev_priv *priv,
 	hash_del_rcu(&path->node);
 	list_del(&path->lru);
 	priv->npaths--;
+	if (path->answer)
+		ipoib_path_promote(priv, path);
+	list_del_init(&path->stale);
 	if (path->query)
 		ib_sa_cancel_query(path->query_id, path->query);
 }
@@ -207,6 +296,16 @@ static unsigned int ipoib_path_cost(const struct ipoib_path *path)
 	return 0;
 }
 
+/* Out of the table, freed by path_evict_work (its query must end first). */
+static void ipoib_path_retire(struct ipoib_dev_priv *priv,
+			      struct ipoib_path *path)
+{
+	ipoib_path_unlink(priv, path);
+	list_add_tail(&path->flush, &priv->path_evicted);
+	priv->nevicted++;
+	queue_work(ipoib_reap_wq, &priv->path_evict_work);
+}
+
 #define IPOIB_EVICT_SCAN	64
 
 /*
@@ -254,11 +353,28 @@ static bool ipoib_path_evict(struct ipoib_dev_priv *priv)
 	}
 	if (!pick)
 		return false;
-	ipoib_path_unlink(priv, pick);
-	list_add_tail(&pick->flush, &priv->path_evicted);
-	priv->nevicted++;
+	ipoib_path_retire(priv, pick);
 	priv->path_evictions++;
-	queue_work(ipoib_reap_wq, &priv->path_evict_work);
+	return true;
+}
+
+/*
+ * The answer paths are at their bound and a new one is wanted: the oldest
+ * goes (a flood of forged requests recycles its own paths, and an answer
+ * that loses its path is asked for again by the requester's retry).
+ */
+static bool ipoib_path_evict_answer(struct ipoib_dev_priv *priv)
+{
+	struct ipoib_path *path;
+
+	lockdep_assert_held(&priv->lock);
+	if (priv->nevicted >= ipoib_path_limit() ||
+	    list_empty(&priv->path_answers))
+		return false;
+	path = list_first_entry(&priv->path_answers, struct ipoib_path,
+				answers);
+	ipoib_path_retire(priv, path);
+	priv->path_answer_evictions++;
 	return true;
 }
 
@@ -293,8 +409,12 @@ static bool ipoib_unicast_fast(struct ipoib_dev_priv *priv,
 
 	rcu_read_lock();
 	path = ipoib_path_lookup(priv, gid);
-	/* pairs with the release store in ipoib_path_done() */
-	ah = path ? smp_load_acquire(&path->ah) : NULL;
+	/*
+	 * pairs with the release store in ipoib_path_done(); an answer
+	 * path takes the slow path, which promotes it
+	 */
+	ah = path && !READ_ONCE(path->answer) ? smp_load_acquire(&path->ah) :
+						NULL;
 	if (ah && cm) {
 		sent = ipoib_cm_xmit_fast(priv, path, skb, qpn);
 	} else if (ah) {
@@ -315,6 +435,7 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	const union ib_gid *gid = (const union ib_gid *)(daddr + 4);
 	bool cm = ipoib_cm_wanted(priv, skb, daddr);
 	struct ipoib_path *path;
+	bool answer;
 	struct ipoib_ah *ah;
 	unsigned long flags;
 	unsigned int mtu;
@@ -323,11 +444,14 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	if (ipoib_unicast_fast(priv, skb, gid, qpn, cm))
 		return NETDEV_TX_OK;
 
+	answer = ipoib_skb_answers(skb);
 	spin_lock_irqsave(&priv->lock, flags);
 	path = ipoib_path_find(priv, gid);
 	if (path) {
 		WRITE_ONCE(path->last_used, jiffies);
 		list_move_tail(&path->lru, &priv->path_lru);
+		if (path->answer && !answer)
+			ipoib_path_promote(priv, path);
 	}
 	if (path && path->ah) {
 		if (cm) {
@@ -348,6 +472,11 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 	}
 
 	if (!path) {
+		if (answer && priv->nanswers >= ipoib_answer_limit() &&
+		    !ipoib_path_evict_answer(priv)) {
+			priv->path_drops++;
+			goto drop;
+		}
 		if (priv->npaths >= ipoib_path_limit() &&
 		    !ipoib_path_evict(priv)) {
 			priv->path_drops++;
@@ -360,6 +489,13 @@ netdev_tx_t ipoib_unicast_xmit(struct ipoib_dev_priv *priv,
 		path->priv = priv;
 		path->last_used = jiffies;
 		INIT_LIST_HEAD(&path->cm_tx);
+		INIT_LIST_HEAD(&path->answers);
+		INIT_LIST_HEAD(&path->stale);
+		if (answer) {
+			path->answer = true;
+			list_add_tail(&path->answers, &priv->path_answers);
+			priv->nanswers++;
+		}
 		skb_queue_head_init(&path->queue);
 		init_completion(&path->done);
 		complete(&path->done);	/* no query in flight */
@@ -461,4 +597,88 @@ void ipoib_path_gc_work(struct work_struct *work)
 		ipoib_dbg(priv, "forgot %u idle paths\n", n);
 	ipoib_mcast_expire(priv, 2 * interval);
 	queue_delayed_work(ipoib_wq, &priv->gc_work, interval);
+}
+
+/*
+ * An SM change or a client reregistration: the paths may have changed
+ * (a new SM routes anew), the peers have not gone. Keep
+ * sending on the address handles we have (the fabric's LIDs rarely change
+ * with the SM) and ask the SA for every resolved path again, most recently
+ * used first, at revalidate_rate, starting at a random moment of the first
+ * second so that a fabric's nodes do not ask at once. A changed answer
+ * replaces the address handle (ipoib_path_done()); a failed one keeps it.
+ */
+void ipoib_paths_revalidate(struct ipoib_dev_priv *priv)
+{
+	unsigned long delay = 1 + get_random_u32() % HZ;
+	struct ipoib_path *path;
+	unsigned int n = 0;
+
+	ASSERT_RTNL();
+	spin_lock_irq(&priv->lock);
+	list_for_each_entry_reverse(path, &priv->path_lru, lru) {
+		if (!path->ah || !list_empty(&path->stale))
+			continue;
+		list_add_tail(&path->stale, &priv->path_stale);
+		n++;
+	}
+	/* the first run makes one batch */
+	priv->path_reval_last = jiffies + delay - HZ / IPOIB_REVALIDATE_TICKS;
+	priv->path_reval_credit = 0;
+	spin_unlock_irq(&priv->lock);
+	ipoib_dbg(priv, "asking again for %u paths at %u a second\n", n,
+		  READ_ONCE(ipoib_revalidate_rate));
+	if (n)
+		mod_delayed_work(ipoib_wq, &priv->path_reval_work, delay);
+}
+
+void ipoib_path_reval_work(struct work_struct *work)
+{
+	struct ipoib_dev_priv *priv = container_of(work, struct ipoib_dev_priv,
+						   path_reval_work.work);
+	unsigned long now = jiffies, elapsed;
+	struct ipoib_path *path;
+	u64 batch;
+	bool more;
+
+	spin_lock_irq(&priv->lock);
+	/*
+	 * A token bucket: the work runs late as often as not, so what it
+	 * makes follows the time that passed (at most a second's worth)
+	 */
+	elapsed = min_t(unsigned long, now - priv->path_reval_last, HZ);
+	priv->path_reval_last = now;
+	priv->path_reval_credit += (u64)READ_ONCE(ipoib_revalidate_rate) *
+				   elapsed;
+	batch = div_u64(priv->path_reval_credit, HZ);
+	priv->path_reval_credit -= batch * HZ;
+	while (batch && !list_empty(&priv->path_stale)) {
+		path = list_first_entry(&priv->path_stale, struct ipoib_path,
+					stale);
+		list_del_init(&path->stale);
+		/* a query in flight answers for this one */
+		if (path->query || !completion_done(&path->done))
+			continue;
+		ipoib_path_query(priv, path);
+		priv->path_revalidations++;
+		batch--;
+	}
+	more = !list_empty(&priv->path_stale);
+	if (!more)
+		priv->path_reval_credit = 0;
+	spin_unlock_irq(&priv->lock);
+	if (more)
+		queue_delayed_work(ipoib_wq, &priv->path_reval_work,
+				   HZ / IPOIB_REVALIDATE_TICKS);
+}
+
+/* Before the paths go: no revalidation runs or starts. */
+void ipoib_paths_stop_revalidate(struct ipoib_dev_priv *priv)
+{
+	ASSERT_RTNL();
+	cancel_delayed_work_sync(&priv->path_reval_work);
+	spin_lock_irq(&priv->lock);
+	while (!list_empty(&priv->path_stale))
+		list_del_init(priv->path_stale.next);
+	spin_unlock_irq(&priv->lock);
 }

@@ -82,11 +82,11 @@ if [[ $IPOIB == ours ]]; then
 	check_err $? "ib_ipoib did not load: $out"
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
 	check_err $? "no ib1 after the load"
-	[[ $(param send_queue_size) == 128 && $(param max_paths) == 4096 ]]
+	[[ $(param send_queue_size) == 128 && $(param max_paths) == 65536 ]]
 	check_err $? "send_queue_size $(param send_queue_size), max_paths $(param max_paths): not the defaults"
 	log=$(log_since "$mark")
 	for w in "send_queue_size=abc is not a number: using the default 128 (range 128..8192)" \
-		 "max_paths=4k is not a number: using the default 4096 (range 16..1048576)"; do
+		 "max_paths=4k is not a number: using the default 65536 (range 16..1048576)"; do
 		[[ $(grep -c "ib_ipoib: $w\$" <<<"$log") == 1 ]]
 		check_err $? "not one log line '$w'"
 	done

@@ -8,9 +8,10 @@
 # address, each from a random forged sender hardware address (QPN and
 # GID), sent with an AF_PACKET socket on the peer's interface. ib0
 # answers every one, which needs a path per forged GID. Ours keeps at
-# most max_paths of them (the least recently used idle one is evicted,
-# counted in debugfs "stats"), so memory stays bounded, and pings between
-# the two real ends keep flowing during the flood. In-tree keeps a path
+# most max_answer_paths paths made only to answer (the oldest is evicted,
+# counted in debugfs "stats"), so memory stays bounded, no path to the
+# real peer is evicted (path_evictions stays 0), and pings between the
+# two real ends keep flowing during the flood. In-tree keeps a path
 # and a neighbour per forged address with no bound: the test expects it
 # to grow and reports its figures. Afterwards the path collector
 # (2 x net.ipv4.neigh.default.gc_interval idle) forgets every forged path.
@@ -57,10 +58,10 @@ ours_stat() { ipoib_dbg_stat ib0 "$1" 2>/dev/null; }
 sunreclaim() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 
 if [[ $IPOIB == ours ]]; then
-	if [[ -w /sys/module/ib_ipoib/parameters/max_paths ]]; then
-		echo $MAX >/sys/module/ib_ipoib/parameters/max_paths
+	if [[ -w /sys/module/ib_ipoib/parameters/max_answer_paths ]]; then
+		echo $MAX >/sys/module/ib_ipoib/parameters/max_answer_paths
 	else
-		ktap_diag "ours has no max_paths parameter"
+		ktap_diag "ours has no max_answer_paths parameter"
 	fi
 fi
 
@@ -131,7 +132,7 @@ ktap_diag "paths: $paths0 before, $paths1 after; SUnreclaim: ${slab0} kB before,
 
 # An emulated receiver under a flood overruns its ring now and then
 # (in-tree on 6.1 took 15533 of 20000 once): half of them is still four
-# times max_paths, enough for the bound and the growth below.
+# times max_answer_paths, enough for the bound and the growth below.
 RET=0
 ((flood_rc == 0 && rx1 - rx0 >= NREQ / 2))
 check_err $? "flood rc $flood_rc, ib0 received $((rx1 - rx0)) of $NREQ"
@@ -139,11 +140,18 @@ log_test "$NREQ forged ARP requests delivered to ib0"
 
 RET=0
 if [[ $IPOIB == ours ]]; then
-	((paths1 <= MAX))
-	check_err $? "$paths1 paths, more than max_paths=$MAX"
-	ev=$(ours_stat path_evictions)
+	# the forged ones, and the real peer's
+	((paths1 <= MAX + 1))
+	check_err $? "$paths1 paths, more than max_answer_paths=$MAX and the peer's"
+	ans=$(ours_stat answer_paths)
+	((${ans:-MAX + 1} <= MAX))
+	check_err $? "$ans answer paths, more than max_answer_paths=$MAX"
+	ev=$(ours_stat path_answer_evictions)
 	((${ev:-0} > 0))
-	check_err $? "no evictions counted (path_evictions '${ev}')"
+	check_err $? "no evictions counted (path_answer_evictions '${ev}')"
+	ev=$(ours_stat path_evictions)
+	[[ $ev == 0 ]]
+	check_err $? "$ev ordinary paths evicted by a flood of answers"
 	# a path costs well under 1 KiB: the bound, not the flood, sets
 	# memory (KASAN's quarantine keeps every evicted path in slab)
 	if kasan_kernel; then
@@ -152,7 +160,7 @@ if [[ $IPOIB == ours ]]; then
 		(((slab1 - slab0) < 8 * 1024))
 		check_err $? "SUnreclaim grew by $(((slab1 - slab0) / 1024)) MB"
 	fi
-	log_test "paths bounded by max_paths=$MAX, evictions counted, slab growth < 8 MB"
+	log_test "answer paths bounded by max_answer_paths=$MAX, evictions counted, the peer's path kept, slab growth < 8 MB"
 else
 	# in-tree has no bound: expected to keep a path per forged address,
 	# about 2 kB each (+38 MB after 20000)
