@@ -752,3 +752,63 @@ iperf_mbps() {
 	echo $((bps / 1000000))
 	((bps > 0))
 }
+
+# ---- many peers: softib's virtual nodes (Documentation/softib.rst) ------
+
+# peers_neigh_bounds N: the neighbour table holds N peers (a site with
+# thousands of nodes raises these; the default 1024 would forget peers
+# mid-sweep); the old values are restored by the deferred run
+peers_neigh_bounds() {
+	local t d=/proc/sys/net/ipv4/neigh/default
+
+	for t in 1 2 3; do
+		defer sh -c "echo $(cat $d/gc_thresh$t) >$d/gc_thresh$t"
+	done
+	echo $((4 * $1)) >$d/gc_thresh3
+	echo $((2 * $1)) >$d/gc_thresh2
+	echo $(($1 + 16)) >$d/gc_thresh1
+}
+
+# peers_sweep N ARGS...: UDP echo from $A to the first N virtual nodes
+# (tests/67-scale-peers.py ARGS); one JSON line a round
+peers_sweep() {
+	local n=$1 first
+
+	shift
+	first=$(awk '$1 == "ipv4_first" { print $2 }' "$SOFTIB_DBG/vnodes")
+	ip netns exec "$A" python3 "$(dirname "${BASH_SOURCE[0]}")/tests/67-scale-peers.py" \
+		--first "$first" --count "$n" "$@"
+}
+
+# peers_field NAME LINE: one field of a round's JSON line
+peers_field() {
+	python3 -c 'import json, sys; print(json.loads(sys.argv[2])[sys.argv[1]])' "$1" "$2"
+}
+
+peers_slab() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
+
+# "BUSY IDLE" jiffies of all CPUs
+peers_cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+
+# ours' path evictions on ib0 (0 for in-tree, which has no bound)
+peers_evictions() {
+	if [[ $IPOIB == ours ]]; then
+		ipoib_dbg_stat ib0 path_evictions
+	else
+		echo 0
+	fi
+}
+
+# peers_event EVENT: a fabric-wide event: client_reregister or sm_change
+# on port 1 (the IB event), or pkey_change (the SM adds a partition to
+# every port's P_Key table; ib0's P_Key keeps its index)
+peers_event() {
+	case $1 in
+	client_reregister | sm_change)
+		echo "$1" >"$SOFTIB_DBG/ports/1/event" ;;
+	pkey_change)
+		softib_policy "Default=0x7fff, ipoib : ALL=full;" "scale=0x0a5a : ALL=full;" ;;
+	*)
+		return 1 ;;
+	esac
+}

@@ -1,0 +1,160 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: both
+# timeout: 300
+# timeout-long: 1800
+#
+# One node talking to many peers: softib's virtual nodes (vnodes=N, see
+# Documentation/softib.rst) answer ARP and UDP echo as N IPoIB hosts, and
+# ib0 sends to each in turn, ROUNDS times (67-scale-peers.py). Measured,
+# for either driver: PathRecord queries per peer (softib's SA counts
+# them), path evictions, slab memory per peer, the time to reach all N,
+# round trips p50/p99 and guest CPU. Then fabric-wide events with the
+# sweep going on: the SA's busiest second and the time until every peer
+# answered again.
+#
+# Both: every peer answers in a round within 30 s of each event.
+# Ours: every peer reached, no path evicted, at most 1.1 queries per
+# peer; after a client reregister or an SM change the peers keep
+# answering (the paths stay in use) while ours asks the SA again at
+# revalidate_rate (default 100 a second), so its busiest second stays
+# under 1.1 x revalidate_rate + 10; a P_Key table change that keeps
+# ib0's P_Key asks nothing. In-tree: the same sweep and events, its
+# figures reported; it asks again for every peer as traffic reaches it
+# after a reregister, and nothing after the other two.
+# make check: N=1000, a client reregister. LONG=1: N=10000, and a client
+# reregister, an SM change and a P_Key table change (the SM adds a
+# partition; ib0's P_Key keeps its index). make bench has the curves.
+
+source "$(dirname "$0")/../lib.sh"
+
+require_cmd python3 ethtool
+
+N=${N:-1000}
+EVENTS="client_reregister"
+if [[ $LONG == 1 ]]; then
+	N=10000
+	EVENTS="client_reregister sm_change pkey_change"
+fi
+ROUNDS=3
+
+ktap_header $((4 + 2 * $(wc -w <<<"$EVENTS")))
+ktap_diag "IPOIB=$IPOIB N=$N ROUNDS=$ROUNDS EVENTS=$EVENTS"
+
+peers_neigh_bounds "$N"
+
+ipoib_fabric_up vnodes="$N"
+ktap_result $? "softib with $N virtual nodes, ib0/ib1 up in two netns" || ktap_finish
+
+ip -n "$A" addr add 10.224.255.254/16 dev ib0
+
+ours_stat() { [[ $IPOIB == ours ]] && ipoib_dbg_stat ib0 "$1"; }
+field() { peers_field "$@"; }
+
+# ---- the sweep ----
+RET=0
+q0=$(softib_stat sa_path_queries)
+ev0=$(peers_evictions)
+slab0=$(peers_slab)
+read -r b0 i0 <<<"$(peers_cpu)"
+out=$(peers_sweep "$N" --rounds $ROUNDS)
+check_err $? "the sweep: $out"
+read -r b1 i1 <<<"$(peers_cpu)"
+slab1=$(peers_slab)
+q1=$(softib_stat sa_path_queries)
+ev1=$(peers_evictions)
+while read -r l; do ktap_diag "sweep: $l"; done <<<"$out"
+r0=$(sed -n 1p <<<"$out")
+last=$(tail -n 1 <<<"$out")
+reach=$(field secs "$r0")
+cpu=$(( (b1 - b0) * 100 / (b1 - b0 + i1 - i0 + 1) ))
+qpp=$(awk -v q=$((q1 - q0)) -v n="$N" 'BEGIN { printf "%.2f", q / n }')
+mem=$(( (slab1 - slab0) * 1024 / N ))
+ktap_diag "UDP receive buffer errors in A: $(ip netns exec "$A" awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; h = 1 } else print $c }' /proc/net/snmp)"
+ktap_diag "figures: N=$N reach_all=${reach}s queries_per_peer=$qpp evictions=$(( ${ev1:-0} - ${ev0:-0} )) slab_per_peer=${mem}B p50=$(field p50_us "$last")us p99=$(field p99_us "$last")us guest_cpu=${cpu}%"
+[[ $(field answered "$r0") == "$N" && $(field answered "$last") == "$N" ]]
+check_err $? "not every peer answered: first round $(field answered "$r0"), last $(field answered "$last") of $N"
+if ((RET)); then
+	for ip in $(field silent "$last" | tr -d "[]',"); do
+		ktap_diag "silent $ip: $(ip -n "$A" neigh show "$ip")"
+	done
+	ktap_diag "softib vnodes: $(tr '\n' ' ' <"$SOFTIB_DBG/vnodes")"
+	ktap_diag "softib port 1: $(tr '\n' ' ' <"$SOFTIB_DBG/ports/1/counters")"
+	[[ -r /sys/kernel/debug/ipoib/ib0_path ]] &&
+		ktap_diag "in-tree paths: $(timeout 15 grep -c '^GID:' /sys/kernel/debug/ipoib/ib0_path)"
+fi
+log_test "all $N peers answer, in the first round and the last"
+
+RET=0
+awk -v q=$((q1 - q0)) -v n="$N" 'BEGIN { exit !(q <= 1.1 * n) }'
+check_err $? "$((q1 - q0)) PathRecord queries for $N peers ($qpp a peer)"
+log_test "at most 1.1 PathRecord queries a peer over $ROUNDS rounds ($qpp)"
+
+RET=0
+if [[ $IPOIB == ours ]]; then
+	((ev1 == ev0))
+	check_err $? "$((ev1 - ev0)) paths evicted during the sweep"
+	[[ $(ours_stat paths) -ge $N ]]
+	check_err $? "ib0 holds $(ours_stat paths) paths for $N peers"
+	log_test "no path evicted, a path a peer held"
+else
+	ktap_skip "no path evicted, a path a peer held" "in-tree: no path bound to evict by"
+fi
+
+# ---- SM events at scale ----
+# peers_event_round EVENT: the event with the sweep going on until the
+# revalidation is over (N / revalidate_rate seconds), its results
+peers_event_round() {
+	local ev=$1 q0 q1 rv0 rv1 t0 out r0 again peak rate
+
+	RET=0
+	echo reset >"$SOFTIB_DBG/sa_path_peak"
+	q0=$(softib_stat sa_path_queries)
+	rv0=$(ours_stat path_revalidations)
+	t0=$EPOCHREALTIME
+	peers_event "$ev"
+	check_err $? "$ev"
+	out=$(peers_sweep "$N" --rounds 2 --min-secs $((N / 100 + 3)))
+	check_err $? "the sweep after $ev: $out"
+	peak=$(<"$SOFTIB_DBG/sa_path_peak")
+	q1=$(softib_stat sa_path_queries)
+	rv1=$(ours_stat path_revalidations)
+	while read -r l; do ktap_diag "after $ev: $l"; done <<<"$out"
+	r0=$(sed -n 1p <<<"$out")
+	# from the event to the end of the first round every peer answered
+	full=$(grep -m1 "\"answered\": $N," <<<"$out")
+	again=-1
+	[[ -n $full ]] &&
+		again=$(awk -v a="$t0" -v b="$(field end "$full")" 'BEGIN { printf "%.1f", b - a }')
+	ktap_diag "figures: event=$ev N=$N peak_queries_per_sec=$peak queries=$((q1 - q0)) revalidated=$(( ${rv1:-0} - ${rv0:-0} )) first_round_answered=$(field answered "$r0") all_answered_after=${again}s"
+	awk -v s="$again" 'BEGIN { exit !(s >= 0 && s <= 30) }'
+	check_err $? "after $ev, no round reached all $N peers within 30 s (first round: $(field answered "$r0"); a full round ${again}s after the event)"
+	log_test "after $ev every peer answers within 30 s (${again}s)"
+
+	RET=0
+	if [[ $IPOIB == ours && $ev == pkey_change ]]; then
+		# the new entry changes no path: nothing to ask
+		((rv1 == rv0 && peak == 0))
+		check_err $? "$((rv1 - rv0)) paths asked for again, $peak queries in the busiest second"
+		log_test "$ev: no path asked for again (ib0's P_Key kept its index)"
+	elif [[ $IPOIB == ours ]]; then
+		rate=$(</sys/module/ib_ipoib/parameters/revalidate_rate)
+		# every path asked for again (N / rate seconds from the event)
+		slowwait $((2 * N / rate + 10)) sh -c \
+			"[ \$(awk '\$1 == \"path_revalidations\" { print \$2 }' $(ipoib_dbg_dir ib0)/stats) -ge $((rv0 + N)) ]" >/dev/null
+		check_err $? "only $(($(ours_stat path_revalidations) - rv0)) of $N paths asked for again"
+		peak=$(<"$SOFTIB_DBG/sa_path_peak")
+		((peak <= rate * 11 / 10 + 10))
+		check_err $? "the SA's busiest second had $peak queries (revalidate_rate $rate)"
+		log_test "$ev: every path asked for again, the SA's busiest second had $peak queries (revalidate_rate $rate)"
+	else
+		ktap_skip "$ev: the SA's busiest second is bounded" \
+			"in-tree: no rate bound; $peak queries in its busiest second"
+	fi
+}
+
+for ev in $EVENTS; do
+	peers_event_round "$ev"
+done
+
+ktap_finish
