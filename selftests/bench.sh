@@ -24,6 +24,20 @@
 #   child_kb           memory per child with a batch up (MemTotal -
 #                      MemAvailable, before and after)
 #   pkey_ms            a child's P_Key added by the SM -> carrier up
+# Peers, per driver and per N of BENCH_PEERS ("100 1000"; LONG=1: "100
+# 1000 5000 10000"), softib's virtual nodes swept by UDP echo
+# (tests/67-scale-peers.py, 3 rounds), then three fabric-wide events:
+#   reach_s            seconds until all N answered (the first round)
+#   qpp                PathRecord queries per peer over the 3 rounds
+#   slab_b             SUnreclaim growth per peer, bytes
+#   p50_us, p99_us     round trips of the last round
+#   cpu_pct            guest CPU busy during the sweep
+#   evictions          paths evicted (ours; in-tree has no bound)
+#   client_peak        the SA's busiest second after a client reregister,
+#   sm_peak, pkey_peak an SM change, a P_Key table change (one partition
+#                      added), each with the sweep going on
+#   client_s, sm_s,    seconds from the event until a round had reached
+#   pkey_s             all N
 #
 # BENCH_ROUNDS rounds (3); each runs every variant, the drivers' order
 # alternating between rounds. The table gives the median and the spread
@@ -32,6 +46,7 @@
 # host's .build/<abi>/results/) has every sample. BENCH_PROFILE=1 (the
 # default) adds a perf profile (software cpu-clock) of both drivers in
 # datagram mode for TCP, UDP and ping-pong. Env BENCH_SECS (4) per measurement.
+# BENCH_PARTS ("veth softib drivers peers") runs only the sections named.
 
 source "$(dirname "$0")/lib.sh"
 
@@ -42,6 +57,10 @@ SECS=${BENCH_SECS:-4}
 CHILDREN=${BENCH_CHILDREN:-1000}
 BATCH=${BENCH_BATCH:-25}
 PROFILE=${BENCH_PROFILE:-1}
+# BENCH_PARTS: the sections to run (all by default)
+PARTS=" ${BENCH_PARTS:-veth softib drivers peers} "
+PEERS=${BENCH_PEERS:-100 1000}
+[[ $LONG == 1 ]] && PEERS=${BENCH_PEERS:-100 1000 5000 10000}
 JSON=${BENCH_JSON:-/results/bench.json}
 # the rounds share the CHILDREN between them, BATCH at a time
 PER_ROUND=$(((CHILDREN + ROUNDS - 1) / ROUNDS))
@@ -229,6 +248,48 @@ softib_rows() {
 	unload_softib
 }
 
+# peers_rows DRV: the peers section for every N of PEERS
+peers_rows() {
+	local n out q0 q1 s0 s1 b0 b1 i0 i1 e0 e1 r0 last ev t0
+
+	IPOIB=$1
+	for n in $PEERS; do
+		peers_neigh_bounds "$n"
+		ipoib_fabric_up vnodes="$n" offloads=1 debug_wrid=0 || return 1
+		ip -n "$A" addr add 10.224.255.254/16 dev ib0 || return 1
+		q0=$(softib_stat sa_path_queries) s0=$(peers_slab)
+		e0=$(peers_evictions)
+		read -r b0 i0 <<<"$(peers_cpu)"
+		out=$(peers_sweep "$n" --rounds 3) || return 1
+		read -r b1 i1 <<<"$(peers_cpu)"
+		q1=$(softib_stat sa_path_queries) s1=$(peers_slab)
+		e1=$(peers_evictions)
+		r0=$(sed -n 1p <<<"$out") last=$(tail -n 1 <<<"$out")
+		[[ $(peers_field answered "$last") == "$n" ]] || return 1
+		sample "$1-p$n" reach_s "$(peers_field secs "$r0")"
+		sample "$1-p$n" qpp "$(awk -v q=$((q1 - q0)) -v n="$n" 'BEGIN { printf "%.2f", q / n }')"
+		sample "$1-p$n" slab_b $(((s1 - s0) * 1024 / n))
+		sample "$1-p$n" p50_us "$(peers_field p50_us "$last")"
+		sample "$1-p$n" p99_us "$(peers_field p99_us "$last")"
+		sample "$1-p$n" cpu_pct $(((b1 - b0) * 100 / (b1 - b0 + i1 - i0 + 1)))
+		[[ $1 == ours ]] && sample "$1-p$n" evictions $((e1 - e0))
+
+		for ev in client_reregister sm_change pkey_change; do
+			echo reset >"$SOFTIB_DBG/sa_path_peak"
+			t0=$EPOCHREALTIME
+			peers_event $ev || return 1
+			out=$(peers_sweep "$n" --rounds 2 --min-secs $((n / 100 + 3))) || return 1
+			r0=$(sed -n 1p <<<"$out")
+			[[ $(peers_field answered "$r0") == "$n" ]] || return 1
+			sample "$1-p$n" ${ev%%_*}_peak "$(<"$SOFTIB_DBG/sa_path_peak")"
+			sample "$1-p$n" ${ev%%_*}_s "$(awk -v a="$t0" -v b="$(peers_field end "$r0")" \
+				'BEGIN { printf "%.1f", b - a }')"
+		done
+		__defer_run
+		cleanup_ns
+	done
+}
+
 # driver_rows DRV OFFLOADS: one driver on one softib offload setting:
 # datagram rows; with offloads also the connected rows and the control
 # plane (children in datagram mode: the parent's mode is not theirs).
@@ -290,27 +351,52 @@ profile() {
 	cleanup_ns
 }
 
-ktap_header $((ROUNDS * 6 + 1))
+ktap_header $((ROUNDS * 8 + 1))
 ktap_diag "$ROUNDS rounds, ${SECS}s per measurement, $PER_ROUND children per round in batches of $BATCH"
 start=$SECONDS
+# part NAME: is section NAME in BENCH_PARTS?
+part() { [[ $PARTS == *" $1 "* ]]; }
+
 for ((round = 1; round <= ROUNDS; round++)); do
-	veth_up && measure veth
-	ktap_result $? "round $round: veth"
-	cleanup_ns
-	softib_rows
-	ktap_result $? "round $round: softib verbs loops"
+	if part veth; then
+		veth_up && measure veth
+		ktap_result $? "round $round: veth"
+		cleanup_ns
+	else
+		ktap_skip "round $round: veth" "not in BENCH_PARTS"
+	fi
+	if part softib; then
+		softib_rows
+		ktap_result $? "round $round: softib verbs loops"
+	else
+		ktap_skip "round $round: softib verbs loops" "not in BENCH_PARTS"
+	fi
 	drivers="intree ours"
 	((round % 2)) || drivers="ours intree"
 	for drv in $drivers; do
 		for off in 1 0; do
-			driver_rows "$drv" $off
-			ktap_result $? "round $round: $drv, softib offloads=$off"
+			if part drivers; then
+				driver_rows "$drv" $off
+				ktap_result $? "round $round: $drv, softib offloads=$off"
+			else
+				ktap_skip "round $round: $drv, softib offloads=$off" "not in BENCH_PARTS"
+			fi
 		done
+	done
+	for drv in $drivers; do
+		if part peers; then
+			peers_rows "$drv"
+			ktap_result $? "round $round: $drv, peers $PEERS"
+			__defer_run
+			cleanup_ns
+		else
+			ktap_skip "round $round: $drv, peers" "not in BENCH_PARTS"
+		fi
 	done
 	ktap_diag "round $round done after $((SECONDS - start))s"
 done
 
-if ((PROFILE)); then
+if ((PROFILE)) && part drivers; then
 	for drv in intree ours; do
 		profile "$drv" || ktap_diag "profile of $drv failed"
 	done
@@ -370,6 +456,23 @@ for row, unit in [("children_s", "s per 1000"), ("child_kb", "kB"), ("pkey_ms", 
                      "-", num(r_i), "-"))
     table.append(dict(row=row, unit=unit, mode="control", intree=i, ours=o, ours_intree=r_i,
                       spread_intree=si, spread_ours=so, higher_is_better=False))
+peers = sorted({int(v.split("-p")[1]) for v in data if "-p" in v})
+for n in peers:
+    for row, unit in [("reach_s", "s"), ("qpp", "queries/peer"), ("slab_b", "B/peer"),
+                      ("p50_us", "us"), ("p99_us", "us"), ("cpu_pct", "%"),
+                      ("evictions", "paths"), ("client_peak", "queries/s"), ("client_s", "s"),
+                      ("sm_peak", "queries/s"), ("sm_s", "s"), ("pkey_peak", "queries/s"),
+                      ("pkey_s", "s")]:
+        i, o = med("intree-p%d" % n, row), med("ours-p%d" % n, row)
+        if i is None and o is None:
+            continue
+        r_i = ratio(o, i, -1)
+        si, so = spread("intree-p%d" % n, row), spread("ours-p%d" % n, row)
+        print(fmt.format(row, "p%d" % n, num(i), num(si and si * 100), num(o),
+                         num(so and so * 100), "-", num(r_i), "-"))
+        table.append(dict(row=row, unit=unit, mode="peers", peers=n, intree=i, ours=o,
+                          ours_intree=r_i, spread_intree=si, spread_ours=so,
+                          higher_is_better=False))
 for row, unit in [("verbs64_mps", "msg/s (64 B)"), ("verbs_mbps", "MB/s (UD 4 KiB, RC 64 KiB)")]:
     for t in ("ud", "rc"):
         m = med("softib-" + t, row)
