@@ -151,14 +151,25 @@ udevd_stop() {
 # print which ib_ipoib is loaded ("none", "intree" or "ours") and
 # whether the device was marked InfiniBand for rdma-core
 softib_event() {
-	local which=none mark
+	local which=none mark mon=/tmp/ipoib-ng-udev-monitor mpid
 
-	"$@" >/dev/null || { echo "softib-load-failed"; return; }
-	slowwait 20 test -e "$SOFTIB_SYS" >/dev/null
-	udevadm settle -t 60
-	# the module loads from udevd's worker: give it a moment to finish
-	slowwait 10 test -d /sys/module/ib_ipoib/holders >/dev/null
-	if [[ -d /sys/module/ib_ipoib ]]; then
+	# udevd sends out its own event for a device once its rules and their
+	# RUN{builtin}s (the kmod load) are done: the monitor's "UDEV add" of
+	# softib0 says that udev has decided, whichever way, so "none" is
+	# judged after the decision instead of after a 10 s guess at it. The
+	# monitor prints its "UDEV - " line once its socket is bound.
+	rm -f "$mon"
+	udevadm monitor --udev --subsystem-match=infiniband >"$mon" 2>&1 &
+	mpid=$!
+	slowwait 10 grep -q '^UDEV - ' "$mon" >/dev/null
+	"$@" >/dev/null || { kill $mpid; wait $mpid; echo "softib-load-failed"; return; }
+	slowwait 60 grep -qE '^UDEV +\[[0-9.]+\] +add +/devices/.*/infiniband/softib0 \(infiniband\)$' "$mon" >/dev/null ||
+		which=udev-never-processed-softib0
+	kill $mpid
+	wait $mpid 2>/dev/null
+	if [[ $which == udev-* ]]; then
+		:
+	elif [[ -d /sys/module/ib_ipoib ]]; then
 		which=intree
 		grep -q O /sys/module/ib_ipoib/taint && which=ours
 	fi
@@ -206,7 +217,7 @@ cleanup() {
 	dkms remove -m softib -v "$VER" --all >/dev/null 2>&1
 	rm -rf "/usr/src/ipoib-ng-$VER" "/usr/src/softib-$VER" /var/lib/dkms/ipoib-ng \
 		/var/lib/dkms/softib "$WORK" /usr/share/ipoib-ng-dkms /usr/share/softib-dkms \
-		/tmp/ipoib-ng-deb
+		/tmp/ipoib-ng-deb /tmp/ipoib-ng-udev-monitor
 	rm -rf "$MODS/updates/dkms"
 	depmod -a "$ABI"
 }
