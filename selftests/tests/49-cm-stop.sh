@@ -108,32 +108,35 @@ log_test "ib0 connected in A, $N children of ib1 in B"
 ((setup_rc == 0)) || ktap_finish
 
 RET=0
+# connect_all: every child pings ib0, BATCH at once; prints the children
+# that did not get through
 connect_all() {
-	local i failed=0
+	local i failed=()
 
 	for ((i = 1; i <= N; i += BATCH)); do
 		local j pids=()
 
 		for ((j = i; j < i + BATCH && j <= N; j++)); do
 			ping_from "$j" &
-			pids+=($!)
+			pids[j]=$!
 		done
-		for j in "${pids[@]}"; do
-			wait "$j" || failed=$((failed + 1))
+		for j in "${!pids[@]}"; do
+			wait "${pids[j]}" || failed+=("$j")
 		done
 	done
-	echo "$failed"
+	echo "${failed[*]}"
 }
-failed=$(connect_all)
-ktap_diag "$failed of $N children did not reach ib0 at first"
-# those that lost a race to ARP or the connection try again
-if ((failed < N / 4)); then
-	for i in $(seq 1 "$N"); do
+failed=($(connect_all))
+ktap_diag "${#failed[@]} of $N children did not reach ib0 at first"
+# those that lost a race to ARP or the connection try again (the others
+# have reached ib0 already)
+if ((${#failed[@]} < N / 4)); then
+	for i in "${failed[@]}"; do
 		ping_from "$i" || slowwait 10 ping_from "$i" >/dev/null
 		check_err $? "c$i cannot reach ib0"
 	done
 else
-	check_err 1 "$failed children cannot reach ib0"
+	check_err 1 "${#failed[@]} children cannot reach ib0"
 fi
 rc1=$(rc_count 1)
 if [[ $IPOIB == ours ]]; then
