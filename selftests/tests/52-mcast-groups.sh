@@ -188,22 +188,32 @@ ip -n "$A" route add 224.0.0.0/4 dev ib0 2>/dev/null
 stuck=0
 for ((r = 0; r < ROUNDS; r += 8)); do
 	echo $((r / 8 % 4 * 100)) >"$SOFTIB_DBG/fault/sa_delay_ms"
-	pids=()
+	groups=()
 	for ((k = r; k < r + 8; k++)); do
-		ip netns exec "$A" python3 -c '
-import socket, sys, time
-g = sys.argv[1]
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("192.0.2.1"))
-s.sendto(b"x", (g, 9))
-time.sleep(0.02 * int(sys.argv[2]))
-r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-r.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-             socket.inet_aton(g) + socket.inet_aton("192.0.2.1"))
-time.sleep(20)
-' "239.30.$((k / 256)).$((k % 256))" $((k % 8)) &
-		pids+=($!)
+		groups+=("239.30.$((k / 256)).$((k % 256))")
 	done
+	# one process for the 8 (a python3 start costs about 0.65 s of a TCG
+	# guest's CPU): group i's send, then its join 20 ms x i later
+	ip netns exec "$A" python3 -c '
+import socket, sys, threading, time
+def race(g, i):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("192.0.2.1"))
+    s.sendto(b"x", (g, 9))
+    time.sleep(0.02 * i)
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                 socket.inet_aton(g) + socket.inet_aton("192.0.2.1"))
+    socks.extend((s, r))
+socks = []
+ts = [threading.Thread(target=race, args=(g, i)) for i, g in enumerate(sys.argv[1:])]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+time.sleep(20)
+' "${groups[@]}" &
+	pids=($!)
 	for ((k = r; k < r + 8; k++)); do
 		mgid=$(printf 'ff12:401b:ffff:0000:0000:0000:0f1e:%04x' $k)
 		state=$(slowwait 15 sa_full "$mgid" "$GID")
