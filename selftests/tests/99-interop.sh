@@ -70,14 +70,16 @@ ip link set ib0 netns "$A" && ip link set ibx1 netns "$B" &&
 ktap_result $? "in-tree ib0 (A, port 1) and our ibx1 (B, port 2) have carrier" || ktap_finish
 
 RET=0
-ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+# every ping here: all COUNT echoes answered within 4 s, sent 0.2 s apart
+# (-w: it sends on until they are), instead of one of COUNT sent 1 s apart
+ip netns exec "$A" ping -c 3 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 check_err $? "in-tree -> ours IPv4"
-ip netns exec "$B" ping -c 3 -W 2 192.0.2.1 >/dev/null
+ip netns exec "$B" ping -c 3 -i 0.2 -w 4 -W 2 192.0.2.1 >/dev/null
 check_err $? "ours -> in-tree IPv4"
 slowwait 10 test -n "$(ll_addr "$B" ibx1)" >/dev/null
-ip netns exec "$A" ping -6 -c 3 -W 2 "$(ll_addr "$B" ibx1)%ib0" >/dev/null
+ip netns exec "$A" ping -6 -c 3 -i 0.2 -w 4 -W 2 "$(ll_addr "$B" ibx1)%ib0" >/dev/null
 check_err $? "in-tree -> ours IPv6"
-ip netns exec "$B" ping -6 -c 3 -W 2 "$(ll_addr "$A" ib0)%ibx1" >/dev/null
+ip netns exec "$B" ping -6 -c 3 -i 0.2 -w 4 -W 2 "$(ll_addr "$A" ib0)%ibx1" >/dev/null
 check_err $? "ours -> in-tree IPv6"
 log_test "parents: IPv4 and IPv6 ping both ways"
 
@@ -93,9 +95,9 @@ ktap_result $? "children 0x8001 on both drivers have carrier" ||
 	ktap_diag "$(ip -n "$A" -br link show; ip -n "$B" -br link show; cat /sys/kernel/debug/softib/softib0/ports/*/counters | grep -v ' 0$')"
 
 RET=0
-ip netns exec "$A" ping -c 3 -W 2 198.51.100.2 >/dev/null
+ip netns exec "$A" ping -c 3 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null
 check_err $? "in-tree child -> our child"
-ip netns exec "$B" ping -c 3 -W 2 198.51.100.1 >/dev/null
+ip netns exec "$B" ping -c 3 -i 0.2 -w 4 -W 2 198.51.100.1 >/dev/null
 check_err $? "our child -> in-tree child"
 log_test "children: ping both ways"
 
@@ -109,9 +111,9 @@ ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode" &&
 	ip -n "$B" link set ibx1 mtu 65520
 check_err $? "connected mode, MTU 65520"
 for size in 56 9000 65000; do
-	ip netns exec "$A" ping -c 2 -W 3 -s $size 192.0.2.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 3 -s $size 192.0.2.2 >/dev/null
 	check_err $? "in-tree -> ours ping -s $size"
-	ip netns exec "$B" ping -c 2 -W 3 -s $size 192.0.2.1 >/dev/null
+	ip netns exec "$B" ping -c 2 -i 0.2 -w 4 -W 3 -s $size 192.0.2.1 >/dev/null
 	check_err $? "ours -> in-tree ping -s $size"
 done
 rcs=$(rdma res show qp link softib0/1 | grep -c 'type RC state RTS')
