@@ -223,9 +223,11 @@ stop_traffic() {
 	TRAFFIC=()
 }
 
+# pings: parents and children answer both echoes (sent 0.2 s apart; within
+# 3 s, the time one of two sent 1 s apart had)
 pings() {
-	ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null &&
-		ip netns exec "$A" ping -c 2 -W 2 10.9.0.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 3 -W 2 192.0.2.2 >/dev/null &&
+		ip netns exec "$A" ping -c 2 -i 0.2 -w 3 -W 2 10.9.0.2 >/dev/null
 }
 
 ktap_header 7
