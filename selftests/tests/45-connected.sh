@@ -44,9 +44,12 @@ done
 log_test "mode connected and MTU 65520 on both ends"
 
 RET=0
+# -c 2 -i 0.2 -w W+1: both echoes answered within the time the first of two
+# sent 1 s apart had (1 + W s); it sends on until they are
+W=$((3 * ${TIMEOUT_SCALE:-1}))
 for size in 56 1400 9000 65000; do
 	# the first waits for the connection (seconds on a debug kernel)
-	ip netns exec "$A" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) -s $size 192.0.2.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w $((W + 1)) -W $W -s $size 192.0.2.2 >/dev/null
 	check_err $? "ping -s $size failed"
 done
 log_test "ping 56/1400/9000/65000 bytes"
@@ -90,9 +93,9 @@ mtu=$(ip -n "$B" -o link show ib1 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
 [[ $mtu == 2044 ]]
 check_err $? "ib1 MTU $mtu after switching to datagram"
 for size in 56 1400; do
-	ip netns exec "$A" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) -s $size 192.0.2.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w $((W + 1)) -W $W -s $size 192.0.2.2 >/dev/null
 	check_err $? "connected -> datagram ping -s $size"
-	ip netns exec "$B" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) -s $size 192.0.2.1 >/dev/null
+	ip netns exec "$B" ping -c 2 -i 0.2 -w $((W + 1)) -W $W -s $size 192.0.2.1 >/dev/null
 	check_err $? "datagram -> connected ping -s $size"
 done
 mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 3)
