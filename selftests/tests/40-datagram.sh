@@ -23,17 +23,19 @@ ktap_result $? "ib0/ib1 in two netns get carrier (broadcast group joined)" || kt
 ktap_result $? "MTU 2044 from the 2K broadcast group"
 
 RET=0
-ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+# the pings: all three echoes answered (sent 0.2 s apart, sent on until
+# they are) within 4 s, the time the first of three sent 1 s apart had
+ip netns exec "$A" ping -c 3 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 check_err $? "A -> B IPv4"
-ip netns exec "$B" ping -c 3 -W 2 192.0.2.1 >/dev/null
+ip netns exec "$B" ping -c 3 -i 0.2 -w 4 -W 2 192.0.2.1 >/dev/null
 check_err $? "B -> A IPv4"
 log_test "IPv4 ping both ways"
 
 RET=0
 slowwait 10 test -n "$(ll_addr "$B" ib1)" >/dev/null
-ip netns exec "$A" ping -6 -c 3 -W 2 "$(ll_addr "$B" ib1)%ib0" >/dev/null
+ip netns exec "$A" ping -6 -c 3 -i 0.2 -w 4 -W 2 "$(ll_addr "$B" ib1)%ib0" >/dev/null
 check_err $? "A -> B IPv6"
-ip netns exec "$B" ping -6 -c 3 -W 2 "$(ll_addr "$A" ib0)%ib1" >/dev/null
+ip netns exec "$B" ping -6 -c 3 -i 0.2 -w 4 -W 2 "$(ll_addr "$A" ib0)%ib1" >/dev/null
 check_err $? "B -> A IPv6"
 log_test "IPv6 link-local ping both ways"
 
