@@ -639,7 +639,6 @@ void ipoib_path_init(struct ipoib_dev_priv *priv);
 void ipoib_path_evict_work(struct work_struct *work);
 void ipoib_path_reval_work(struct work_struct *work);
 void ipoib_paths_revalidate(struct ipoib_dev_priv *priv);
-void ipoib_paths_stop_revalidate(struct ipoib_dev_priv *priv);
 extern unsigned int ipoib_max_paths;
 
 /* cm.c */

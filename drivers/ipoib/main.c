@@ -234,7 +234,8 @@ static void ipoib_halt(struct ipoib_dev_priv *priv)
 	netif_tx_disable(priv->dev);
 	ipoib_mcast_stop(priv);
 	cancel_delayed_work_sync(&priv->gc_work);
-	ipoib_paths_stop_revalidate(priv);
+	/* the flush below takes every path off path_stale */
+	cancel_delayed_work_sync(&priv->path_reval_work);
 	/* connections need NAPI to drain: before the transport goes */
 	ipoib_flush_paths(priv);
 	ipoib_cm_stop(priv);

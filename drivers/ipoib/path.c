@@ -671,14 +671,3 @@ void ipoib_path_reval_work(struct work_struct *work)
 		queue_delayed_work(ipoib_wq, &priv->path_reval_work,
 				   HZ / IPOIB_REVALIDATE_TICKS);
 }
-
-/* Before the paths go: no revalidation runs or starts. */
-void ipoib_paths_stop_revalidate(struct ipoib_dev_priv *priv)
-{
-	ASSERT_RTNL();
-	cancel_delayed_work_sync(&priv->path_reval_work);
-	spin_lock_irq(&priv->lock);
-	while (!list_empty(&priv->path_stale))
-		list_del_init(priv->path_stale.next);
-	spin_unlock_irq(&priv->lock);
-}
