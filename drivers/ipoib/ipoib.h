@@ -9,6 +9,7 @@
 
 #include <linux/hashtable.h>
 #include <linux/if_infiniband.h>
+#include <linux/jhash.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
@@ -109,6 +110,7 @@ struct ipoib_header {
 #define IPOIB_MAX_MCAST_QUEUE	64
 #define IPOIB_MAX_BACKOFF	16	/* seconds */
 #define IPOIB_PATH_HASH_BITS	8
+#define IPOIB_MCAST_HASH_BITS	6
 
 /* What an IB event asks of an interface, from light to heavy. */
 #define IPOIB_EV_FLUSH		0	/* paths may be stale: forget them */
@@ -317,6 +319,7 @@ enum ipoib_mcast_state {
 
 struct ipoib_mcast {
 	struct list_head list;
+	struct hlist_node node;		/* in priv->mcast_hash, by MGID */
 	union ib_gid mgid;
 	bool sendonly;
 	bool join_sendonly;		/* what the join in flight asked for */
@@ -495,6 +498,8 @@ struct ipoib_dev_priv {
 	u64 path_reval_credit;		/* queries x HZ earned, not yet made */
 	u64 path_revalidations;
 	struct list_head mcasts;
+	/* the same groups by MGID: joins and sends look them up by it */
+	DECLARE_HASHTABLE(mcast_hash, IPOIB_MCAST_HASH_BITS);
 	struct ipoib_mcast *broadcast;
 	bool mcast_running;		/* joins may be (re)started */
 	/* send-only groups: bounded by max_sendonly, expire when idle */
@@ -690,6 +695,12 @@ static inline bool ipoib_is_ours(const struct net_device *dev)
 }
 
 /* Multicast hardware addresses carry QPN 0xffffff and an MGID (ff..). */
+/* the bucket of a GID: paths by DGID, multicast groups by MGID */
+static inline u32 ipoib_gid_hash(const union ib_gid *gid)
+{
+	return jhash(gid->raw, sizeof(gid->raw), 0);
+}
+
 static inline bool ipoib_is_mcast_addr(const u8 *hwaddr)
 {
 	return hwaddr[4] == 0xff;

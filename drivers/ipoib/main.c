@@ -625,6 +625,7 @@ void ipoib_priv_init(struct ipoib_dev_priv *priv, struct net_device *dev,
 	INIT_LIST_HEAD(&priv->child_node);
 	hash_init(priv->paths);
 	INIT_LIST_HEAD(&priv->mcasts);
+	hash_init(priv->mcast_hash);
 	INIT_DELAYED_WORK(&priv->mcast_work, ipoib_mcast_work);
 	INIT_DELAYED_WORK(&priv->gc_work, ipoib_path_gc_work);
 	ipoib_path_init(priv);

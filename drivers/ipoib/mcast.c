@@ -64,7 +64,7 @@ static struct ipoib_mcast *ipoib_mcast_find(struct ipoib_dev_priv *priv,
 	struct ipoib_mcast *m;
 
 	lockdep_assert_held(&priv->lock);
-	list_for_each_entry(m, &priv->mcasts, list)
+	hash_for_each_possible(priv->mcast_hash, m, node, ipoib_gid_hash(mgid))
 		if (!memcmp(&m->mgid, mgid, sizeof(*mgid)))
 			return m;
 	return NULL;
@@ -90,6 +90,7 @@ static struct ipoib_mcast *ipoib_mcast_new(struct ipoib_dev_priv *priv,
 	m->priv = priv;
 	skb_queue_head_init(&m->queue);
 	list_add_tail(&m->list, &priv->mcasts);
+	hash_add(priv->mcast_hash, &m->node, ipoib_gid_hash(mgid));
 	return m;
 }
 
@@ -308,6 +309,7 @@ void ipoib_mcast_work(struct work_struct *work)
 			if (m != priv->broadcast &&
 			    ((!m->sendonly && !m->wanted) || m->expired)) {
 				list_del(&m->list);
+				hash_del(&m->node);
 				if (m->sendonly)
 					priv->nsendonly--;
 				pick = m;
@@ -601,6 +603,7 @@ void ipoib_mcast_stop(struct ipoib_dev_priv *priv)
 
 	spin_lock_irq(&priv->lock);
 	list_splice_init(&priv->mcasts, &all);
+	hash_init(priv->mcast_hash);
 	priv->broadcast = NULL;
 	priv->nsendonly = 0;
 	spin_unlock_irq(&priv->lock);

@@ -12,7 +12,6 @@
 #include <linux/icmpv6.h>
 #include <linux/if_arp.h>
 #include <linux/ipv6.h>
-#include <linux/jhash.h>
 #include <linux/moduleparam.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -146,11 +145,6 @@ static void ipoib_path_unlink(struct ipoib_dev_priv *priv,
 	list_del_init(&path->stale);
 	if (path->query)
 		ib_sa_cancel_query(path->query_id, path->query);
-}
-
-static u32 ipoib_gid_hash(const union ib_gid *gid)
-{
-	return jhash(gid->raw, sizeof(gid->raw), 0);
 }
 
 /*
