@@ -18,6 +18,13 @@
 #error "ipoib-ng supports Linux 6.1 to 6.12 (Debian bookworm's two kernel series)"
 #endif
 
+/* the unaligned accessors moved from asm/ to linux/ in 6.12 */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
 /*
  * ib_device_ops.create_cq: the third argument became the uverbs attribute
  * bundle in 6.11 (it was the udata). Kernel consumers pass NULL in both.

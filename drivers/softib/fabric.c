@@ -518,6 +518,7 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 	struct softib_qp *dqp;
 	unsigned long flags;
 	int pkey_index;
+	u32 vnode;
 	u8 fault;
 	int ret;
 
@@ -530,6 +531,14 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 	rcu_read_lock();
 	ret = IB_WC_RETRY_EXC_ERR;
 	dport = softib_lid_to_port(qp->sdev, qp->av.dlid);
+	if (!dport && softib_vnode_lid(qp->av.dlid, &vnode)) {
+		ret = softib_vnode_rc_recv(&pkt, vnode, qp->dest_qpn);
+		if (ret == IB_WC_SUCCESS) {
+			atomic64_inc(&sport->cnt.xmit_packets);
+			atomic64_add(wqe->length, &sport->cnt.xmit_bytes);
+		}
+		goto out_unlock;
+	}
 	if (!dport) {
 		softib_drop(sport, SOFTIB_DROP_NO_DEST);
 		goto out_unlock;

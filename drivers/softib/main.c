@@ -401,15 +401,22 @@ static int __init softib_init(void)
 		return ret;
 
 	sdev = softib_create(ports);
-	if (IS_ERR(sdev))
-		return PTR_ERR(sdev);
+	if (IS_ERR(sdev)) {
+		ret = PTR_ERR(sdev);
+		goto out_vnodes;
+	}
 	softib_dev = sdev;
 	return 0;
+
+out_vnodes:
+	softib_vnode_cm_cleanup();
+	return ret;
 }
 
 static void __exit softib_exit(void)
 {
 	softib_destroy(softib_dev);
+	softib_vnode_cm_cleanup();
 }
 
 module_init(softib_init);

@@ -60,6 +60,12 @@
 #define SOFTIB_VNODE_LID	0x1000
 #define SOFTIB_VNODE_GUID	0x02110bfe00000000ULL
 #define SOFTIB_VNODE_QPN	0x00fe00
+/* a node's end of connection k (vnode_cm.c): QPN SOFTIB_VNODE_RC_QPN + k */
+#define SOFTIB_VNODE_RC_QPN	0xf00000
+#define SOFTIB_VNODE_CONNS	65536
+
+#define SOFTIB_IPOIB_HLEN	4	/* IPoIB header: ethertype, reserved */
+#define SOFTIB_IPOIB_FLAG_RC	0x80	/* hardware address: connected mode */
 #define SOFTIB_GRH_NEXT_HDR	0x1b	/* IBA: next header after a GRH is a BTH */
 
 /* Why a packet was not delivered; one counter per port per reason. */
@@ -146,6 +152,8 @@ struct softib_dev {
 	/* what the virtual nodes answered and dropped (vnode.c) */
 	atomic64_t vnode_arp_replies, vnode_echo_replies;
 	atomic64_t vnode_sent, vnode_dropped;
+	/* connected mode of the nodes (vnode_cm.c) */
+	atomic64_t vnode_cm_accepted, vnode_cm_closed, vnode_rc_received;
 	/* fault/sa_delay_ms: SA answers held back this long (0: at once) */
 	u32 sa_delay_ms;
 	spinlock_t sa_delay_lock;	/* sa_delayed, n_sa_delayed */
@@ -606,13 +614,35 @@ extern const struct file_operations softib_inject_fops;
 
 /* vnode.c */
 extern unsigned int softib_vnodes;
+extern bool softib_vnode_cm;
+extern u32 softib_vnode_qkey;
+
+/* where a virtual node's answer goes */
+struct softib_vnode_to {
+	u16 lid;
+	u32 qpn;
+	u32 qkey;
+};
+
 int softib_vnode_setup(void);
+void softib_vnode_make_gid(u32 i, union ib_gid *gid);
+void softib_vnode_send(const struct softib_pkt *req, u32 i, u32 src_qpn,
+		       const struct softib_vnode_to *to, void *buf, u32 len);
+u8 *softib_vnode_copy(const struct softib_pkt *req, u32 max, u32 *len);
+bool softib_vnode_ipv4(const struct softib_pkt *req, u32 i,
+		       const struct softib_vnode_to *to, u8 *buf, u32 len);
 bool softib_vnode_lid(u16 lid, u32 *i);
 bool softib_vnode_gid(const union ib_gid *gid, u32 *i);
 void softib_vnode_recv(const struct softib_pkt *req, u32 i);
 void softib_vnode_recv_mcast(const struct softib_pkt *req,
 			     const union ib_gid *mgid);
 int softib_vnode_show(struct seq_file *m, struct softib_dev *sdev);
+
+/* vnode_cm.c */
+int softib_vnode_cm_setup(void);
+void softib_vnode_cm_cleanup(void);
+void softib_vnode_cm_recv(const struct softib_pkt *req, u32 i);
+int softib_vnode_rc_recv(const struct softib_pkt *pkt, u32 i, u32 dqpn);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

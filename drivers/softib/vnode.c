@@ -10,14 +10,16 @@
  * datagrams addressed to its LID and those sent to an IPoIB broadcast
  * group, and it answers at once, through the same softib_route_pkt() a
  * real port's send takes (so the receiving port's P_Key and Q_Key checks
- * apply), as a minimal IPoIB host in datagram mode:
+ * apply), as a minimal IPoIB host:
  *  - an ARP request for its address gets an ARP reply;
  *  - an ICMP echo request gets an echo reply;
  *  - a UDP datagram to port 7 (echo) comes back with ports and addresses
  *    swapped.
- * Everything else is counted and dropped. The SA resolves a PathRecord to
- * a node's GID like one to a port's (sa.c), and every such query is
- * counted (sa_path_queries, sa_path_peak_per_sec in debugfs stats).
+ * Everything else is counted and dropped. With vnode_cm (the default) its
+ * hardware address offers connected mode, and it accepts connections
+ * (vnode_cm.c); what comes over them is answered the same way, over UD.
+ * The SA resolves a PathRecord to a node's GID like one to a port's
+ * (sa.c), and every such query is counted (sa_path_queries, sa_path_peak_per_sec in debugfs stats).
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -43,9 +45,19 @@ static char *softib_vnode_ip_param = "10.224.0.1";
 module_param_named(vnode_ipv4, softib_vnode_ip_param, charp, 0444);
 MODULE_PARM_DESC(vnode_ipv4, "IPv4 address of virtual node 0; node i has this plus i (default 10.224.0.1)");
 
+bool softib_vnode_cm = true;
+module_param_named(vnode_cm, softib_vnode_cm, bool, 0444);
+MODULE_PARM_DESC(vnode_cm, "Virtual nodes accept IPoIB connected-mode connections (default 1)");
+
 static u32 softib_vnode_ip0;	/* host order */
 
-#define SOFTIB_IPOIB_HLEN	4	/* IPoIB header: ethertype, reserved */
+/*
+ * The Q_Key of the IPoIB datagrams nodes heard last (the broadcast
+ * group's; IPoIB's usual one until then): a node answers over UD what
+ * comes over a connection, and RC packets carry no Q_Key.
+ */
+u32 softib_vnode_qkey = 0x00000b1b;
+
 #define SOFTIB_IPOIB_ALEN	20	/* flags + QPN, GID */
 #define SOFTIB_UDP_ECHO_PORT	7
 
@@ -79,7 +91,7 @@ int softib_vnode_setup(void)
 		       softib_vnode_ip_param, softib_vnodes);
 		return -EINVAL;
 	}
-	return 0;
+	return softib_vnode_cm_setup();
 }
 
 static bool softib_vnode_ip(__be32 addr, u32 *i)
@@ -115,18 +127,18 @@ bool softib_vnode_gid(const union ib_gid *gid, u32 *i)
 	return true;
 }
 
-static void softib_vnode_make_gid(u32 i, union ib_gid *gid)
+void softib_vnode_make_gid(u32 i, union ib_gid *gid)
 {
 	gid->global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
 	gid->global.interface_id = cpu_to_be64(SOFTIB_VNODE_GUID + i);
 }
 
 /*
- * Send "len" bytes (IPoIB header included) from node i to (dlid, dqpn),
- * in the partition and with the Q_Key of the datagram "req" it answers.
+ * Send "len" bytes from (node i, QP src_qpn) to "to", in the partition
+ * of the packet "req" it answers.
  */
-static void softib_vnode_send(const struct softib_pkt *req, u32 i,
-			      u16 dlid, u32 dqpn, void *buf, u32 len)
+void softib_vnode_send(const struct softib_pkt *req, u32 i, u32 src_qpn,
+		       const struct softib_vnode_to *to, void *buf, u32 len)
 {
 	struct softib_dev *sdev = req->sdev;
 	struct {
@@ -137,10 +149,10 @@ static void softib_vnode_send(const struct softib_pkt *req, u32 i,
 	struct softib_pkt pkt = {
 		.sdev = sdev,
 		.wqe = &w.wqe,
-		.src_qpn = SOFTIB_VNODE_QPN,
+		.src_qpn = src_qpn,
 		.slid = SOFTIB_VNODE_LID + i,
 		.pkey = req->pkey | 0x8000,
-		.qkey = req->qkey,
+		.qkey = to->qkey,
 		.sgid = &sgid,
 	};
 
@@ -148,9 +160,9 @@ static void softib_vnode_send(const struct softib_pkt *req, u32 i,
 	w.wqe.opcode = IB_WR_SEND;
 	w.wqe.length = len;
 	w.wqe.num_sge = 1;
-	w.wqe.remote_qpn = dqpn;
-	w.wqe.remote_qkey = req->qkey;
-	w.wqe.av.dlid = dlid;
+	w.wqe.remote_qpn = to->qpn;
+	w.wqe.remote_qkey = to->qkey;
+	w.wqe.av.dlid = to->lid;
 	w.sge.addr = (uintptr_t)buf;
 	w.sge.length = len;
 	atomic64_inc(&sdev->vnode_sent);
@@ -161,8 +173,8 @@ static void softib_vnode_hwaddr(u32 i, u8 *ha)
 {
 	union ib_gid gid;
 
-	/* no connected mode: the flags byte does not offer RC */
-	ha[0] = 0;
+	/* the flags byte offers connected mode when nodes accept it */
+	ha[0] = softib_vnode_cm ? SOFTIB_IPOIB_FLAG_RC : 0;
 	ha[1] = (SOFTIB_VNODE_QPN >> 16) & 0xff;
 	ha[2] = (SOFTIB_VNODE_QPN >> 8) & 0xff;
 	ha[3] = SOFTIB_VNODE_QPN & 0xff;
@@ -174,9 +186,10 @@ static void softib_vnode_hwaddr(u32 i, u8 *ha)
 static bool softib_vnode_arp(const struct softib_pkt *req, u8 *buf, u32 len)
 {
 	struct softib_arp *arp = (struct softib_arp *)(buf + SOFTIB_IPOIB_HLEN);
+	struct softib_vnode_to to = { .lid = req->slid, .qkey = req->qkey };
 	u8 sha[SOFTIB_IPOIB_ALEN];
 	__be32 sip;
-	u32 i, qpn;
+	u32 i;
 
 	if (len < SOFTIB_IPOIB_HLEN + sizeof(*arp) ||
 	    arp->hdr.ar_hrd != htons(ARPHRD_INFINIBAND) ||
@@ -193,21 +206,25 @@ static bool softib_vnode_arp(const struct softib_pkt *req, u8 *buf, u32 len)
 	arp->sip = arp->tip;
 	arp->tip = sip;
 	softib_vnode_hwaddr(i, arp->sha);
-	qpn = ((sha[1] << 16) | (sha[2] << 8) | sha[3]);
-	softib_vnode_send(req, i, req->slid, qpn, buf,
+	to.qpn = (sha[1] << 16) | (sha[2] << 8) | sha[3];
+	WRITE_ONCE(softib_vnode_qkey, req->qkey);
+	softib_vnode_send(req, i, SOFTIB_VNODE_QPN, &to, buf,
 			  SOFTIB_IPOIB_HLEN + sizeof(*arp));
 	atomic64_inc(&req->sdev->vnode_arp_replies);
 	return true;
 }
 
-/* IPv4 to node i: ICMP echo and UDP echo come back, the rest is dropped. */
-static bool softib_vnode_ipv4(const struct softib_pkt *req, u32 i, u8 *buf,
-			      u32 len)
+/*
+ * IPv4 to node i: ICMP echo and UDP echo go back to "to" over UD (as
+ * long as UD carries them), the rest is dropped.
+ */
+bool softib_vnode_ipv4(const struct softib_pkt *req, u32 i,
+		       const struct softib_vnode_to *to, u8 *buf, u32 len)
 {
 	struct iphdr *iph = (struct iphdr *)(buf + SOFTIB_IPOIB_HLEN);
 	u32 ihl, tot;
 	__be32 addr;
-	u32 to;
+	u32 dst;
 
 	if (len < SOFTIB_IPOIB_HLEN + sizeof(*iph) || iph->version != 4)
 		return false;
@@ -215,7 +232,7 @@ static bool softib_vnode_ipv4(const struct softib_pkt *req, u32 i, u8 *buf,
 	tot = ntohs(iph->tot_len);
 	if (ihl < sizeof(*iph) || tot < ihl || SOFTIB_IPOIB_HLEN + tot > len ||
 	    (iph->frag_off & htons(IP_MF | IP_OFFSET)) ||
-	    !softib_vnode_ip(iph->daddr, &to) || to != i)
+	    !softib_vnode_ip(iph->daddr, &dst) || dst != i)
 		return false;
 
 	if (iph->protocol == IPPROTO_ICMP) {
@@ -246,20 +263,23 @@ static bool softib_vnode_ipv4(const struct softib_pkt *req, u32 i, u8 *buf,
 	iph->ttl = 64;
 	iph->check = 0;
 	iph->check = ip_fast_csum(iph, iph->ihl);
-	softib_vnode_send(req, i, req->slid, req->src_qpn, buf,
+	softib_vnode_send(req, i, SOFTIB_VNODE_QPN, to, buf,
 			  SOFTIB_IPOIB_HLEN + tot);
 	atomic64_inc(&req->sdev->vnode_echo_replies);
 	return true;
 }
 
-/* The payload of a datagram, copied: the node rewrites it into its answer. */
-static u8 *softib_vnode_copy(const struct softib_pkt *req, u32 *len)
+/*
+ * The payload of a message (at most "max" bytes), copied: the node
+ * rewrites it into its answer.
+ */
+u8 *softib_vnode_copy(const struct softib_pkt *req, u32 max, u32 *len)
 {
 	const struct softib_swqe *wqe = req->wqe;
 	struct ib_sge sge;
 	u8 *buf;
 
-	if (wqe->length < SOFTIB_IPOIB_HLEN || wqe->length > SOFTIB_MTU_BYTES)
+	if (wqe->length < SOFTIB_IPOIB_HLEN || wqe->length > max)
 		return NULL;
 	/* under the router's RCU read lock */
 	buf = kmalloc(wqe->length, GFP_ATOMIC);
@@ -275,22 +295,30 @@ static u8 *softib_vnode_copy(const struct softib_pkt *req, u32 *len)
 /* A unicast datagram to node i's LID. */
 void softib_vnode_recv(const struct softib_pkt *req, u32 i)
 {
+	struct softib_vnode_to to = {
+		.lid = req->slid, .qpn = req->src_qpn, .qkey = req->qkey,
+	};
 	struct softib_dev *sdev = req->sdev;
 	bool answered = false;
 	u8 *buf;
 	u32 len;
 
+	if (req->wqe->remote_qpn == 1 && req->qkey == SOFTIB_QP1_QKEY) {
+		softib_vnode_cm_recv(req, i);
+		return;
+	}
 	if (req->wqe->remote_qpn != SOFTIB_VNODE_QPN ||
 	    req->qkey & 0x80000000 || !(req->pkey & 0x7fff)) {
 		atomic64_inc(&sdev->vnode_dropped);
 		return;
 	}
-	buf = softib_vnode_copy(req, &len);
+	WRITE_ONCE(softib_vnode_qkey, req->qkey);
+	buf = softib_vnode_copy(req, SOFTIB_MTU_BYTES, &len);
 	if (buf) {
 		__be16 proto = *(__be16 *)buf;
 
 		if (proto == htons(ETH_P_IP))
-			answered = softib_vnode_ipv4(req, i, buf, len);
+			answered = softib_vnode_ipv4(req, i, &to, buf, len);
 		else if (proto == htons(ETH_P_ARP))	/* a unicast probe */
 			answered = softib_vnode_arp(req, buf, len);
 		kfree(buf);
@@ -319,7 +347,7 @@ void softib_vnode_recv_mcast(const struct softib_pkt *req,
 
 	if (!softib_vnode_bcast(mgid))
 		return;
-	buf = softib_vnode_copy(req, &len);
+	buf = softib_vnode_copy(req, SOFTIB_MTU_BYTES, &len);
 	if (!buf)
 		return;
 	if (*(__be16 *)buf == htons(ETH_P_ARP))
@@ -337,5 +365,10 @@ int softib_vnode_show(struct seq_file *m, struct softib_dev *sdev)
 		   atomic64_read(&sdev->vnode_echo_replies),
 		   atomic64_read(&sdev->vnode_sent),
 		   atomic64_read(&sdev->vnode_dropped));
+	seq_printf(m, "cm %s\ncm_accepted %lld\ncm_closed %lld\nrc_received %lld\n",
+		   softib_vnode_cm ? "on" : "off",
+		   atomic64_read(&sdev->vnode_cm_accepted),
+		   atomic64_read(&sdev->vnode_cm_closed),
+		   atomic64_read(&sdev->vnode_rc_received));
 	return 0;
 }
