@@ -69,7 +69,19 @@ module_param_cb(max_cm_active, &ipoib_param_range_ops, (void *)&ipoib_max_cm_act
 		0444);
 __MODULE_PARM_TYPE(max_cm_active, "uint");
 MODULE_PARM_DESC(max_cm_active,
-		 "Max connections one interface opens to peers; at the limit the least recently used one is closed and the new peer reached over datagrams for a second (default 4096)");
+		 "Max connections one interface opens to peers; at the limit the new peer is reached over datagrams, and up to 10 times a second the least recently used connection is closed to make room (default 4096)");
+
+/*
+ * At max_cm_active, at most this many connections a second are closed to
+ * make room. Closing one for every newcomer thrashes when a node sends to
+ * more peers than the bound in turn (a login node, a file server): the
+ * connection used least recently is the next one such a sweep needs, so
+ * every peer would be disconnected and connected again each round, four
+ * CM messages each. At this rate the peers beyond the bound stay on UD,
+ * counted in cm_active_refused, and an idle connection still makes way
+ * for a new peer within a fraction of a second.
+ */
+#define IPOIB_CM_EVICT_PER_SEC	10
 
 #define IPOIB_CM_RX_TIMEOUT	(512 * HZ)	/* idle passive connections go */
 #define IPOIB_CM_RX_SCAN	(64 * HZ)
@@ -1768,11 +1780,15 @@ found:
 		if (tx->retry_later && time_before(jiffies, tx->retry_after))
 			return 1;
 		if (priv->cm_tx_qps >= READ_ONCE(ipoib_max_cm_active)) {
-			/* UD for a second: by then the victim's QP is gone */
+			/* UD for a second: by then a victim's QP is gone */
 			priv->cm_active_refused++;
-			if (ipoib_cm_tx_evict(priv))
+			if (time_after_eq(jiffies, priv->cm_evict_next) &&
+			    ipoib_cm_tx_evict(priv)) {
+				priv->cm_evict_next = jiffies +
+					HZ / IPOIB_CM_EVICT_PER_SEC;
 				ipoib_dbg(priv, "%u connections (max_cm_active): closed the least used\n",
 					  priv->cm_tx_qps);
+			}
 			tx->retry_later = true;
 			tx->retry_after = jiffies + HZ;
 			return 1;
@@ -1939,4 +1955,5 @@ void ipoib_cm_init(struct ipoib_dev_priv *priv)
 	INIT_LIST_HEAD(&priv->cm_tx_free);
 	INIT_WORK(&priv->cm_tx_free_work, ipoib_cm_tx_free_work);
 	INIT_DELAYED_WORK(&priv->cm_stale_work, ipoib_cm_stale_work);
+	priv->cm_evict_next = jiffies;
 }

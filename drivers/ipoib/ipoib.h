@@ -465,6 +465,7 @@ struct ipoib_dev_priv {
 	u64 cm_passive_refused;		/* REQs refused at the limit */
 	u64 cm_active_evicted;
 	u64 cm_active_refused;		/* packets sent over UD at the limit */
+	unsigned long cm_evict_next;	/* jiffies: no active eviction before */
 	u64 cm_path_evicted;		/* idle entries dropped at the path's cap */
 	u64 cm_path_refused;		/* packets over UD: the path's cap is busy */
 	struct work_struct cm_reap_work;
