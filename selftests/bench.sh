@@ -38,6 +38,15 @@
 #                      added), each with the sweep going on
 #   client_s, sm_s,    seconds from the event until a round had reached
 #   pkey_s             all N
+# then ib0 in connected mode (the nodes accept connections, softib
+# vnode_cm; ours at its default max_cm_active, 4096) and the sweep again:
+#   cm_reach_s         seconds until all N answered (the first round)
+#   cm_conn_pp         connections opened per peer over the 3 rounds
+#   cm_slab_b          SUnreclaim growth per peer, bytes
+#   cm_p50_us, _p99_us round trips of the last round
+#   cm_cpu_pct         guest CPU busy during the sweep
+#   cm_close_s         seconds until every connection was closed (DREQ)
+#                      after the switch back to datagram mode
 #
 # BENCH_ROUNDS rounds (3); each runs every variant, the drivers' order
 # alternating between rounds. The table gives the median and the spread
@@ -248,30 +257,41 @@ softib_rows() {
 	unload_softib
 }
 
+# peers_sweep_rows DRV N PREFIX ROW COUNTER...: three rounds of the sweep
+# to N peers, sampled as PREFIX + reach_s, slab_b, p50_us, p99_us and
+# cpu_pct, and ROW: the growth of what COUNTER... prints, per peer
+peers_sweep_rows() {
+	local k=$1-p$2 n=$2 pre=$3 row=$4 c0 c1 s0 s1 b0 b1 i0 i1 out r0 last
+
+	shift 4
+	c0=$("$@") s0=$(peers_slab)
+	read -r b0 i0 <<<"$(peers_cpu)"
+	out=$(peers_sweep "$n" --rounds 3) || return 1
+	read -r b1 i1 <<<"$(peers_cpu)"
+	c1=$("$@") s1=$(peers_slab)
+	r0=$(sed -n 1p <<<"$out") last=$(tail -n 1 <<<"$out")
+	[[ $(peers_field answered "$last") == "$n" ]] ||
+		{ ktap_diag "$k: $(peers_field answered "$last") of $n answered"; return 1; }
+	sample "$k" "${pre}reach_s" "$(peers_field secs "$r0")"
+	sample "$k" "$row" "$(awk -v c=$((c1 - c0)) -v n="$n" 'BEGIN { printf "%.2f", c / n }')"
+	sample "$k" "${pre}slab_b" $(((s1 - s0) * 1024 / n))
+	sample "$k" "${pre}p50_us" "$(peers_field p50_us "$last")"
+	sample "$k" "${pre}p99_us" "$(peers_field p99_us "$last")"
+	sample "$k" "${pre}cpu_pct" $(((b1 - b0) * 100 / (b1 - b0 + i1 - i0 + 1)))
+}
+
 # peers_rows DRV: the peers section for every N of PEERS
 peers_rows() {
-	local n out q0 q1 s0 s1 b0 b1 i0 i1 e0 e1 r0 last ev t0
+	local n out e0 e1 r0 ev t0 ret
 
 	IPOIB=$1
 	for n in $PEERS; do
 		peers_neigh_bounds "$n"
 		ipoib_fabric_up vnodes="$n" offloads=1 debug_wrid=0 || return 1
 		ip -n "$A" addr add 10.224.255.254/16 dev ib0 || return 1
-		q0=$(softib_stat sa_path_queries) s0=$(peers_slab)
 		e0=$(peers_evictions)
-		read -r b0 i0 <<<"$(peers_cpu)"
-		out=$(peers_sweep "$n" --rounds 3) || return 1
-		read -r b1 i1 <<<"$(peers_cpu)"
-		q1=$(softib_stat sa_path_queries) s1=$(peers_slab)
+		peers_sweep_rows "$1" "$n" "" qpp softib_stat sa_path_queries || return 1
 		e1=$(peers_evictions)
-		r0=$(sed -n 1p <<<"$out") last=$(tail -n 1 <<<"$out")
-		[[ $(peers_field answered "$last") == "$n" ]] || return 1
-		sample "$1-p$n" reach_s "$(peers_field secs "$r0")"
-		sample "$1-p$n" qpp "$(awk -v q=$((q1 - q0)) -v n="$n" 'BEGIN { printf "%.2f", q / n }')"
-		sample "$1-p$n" slab_b $(((s1 - s0) * 1024 / n))
-		sample "$1-p$n" p50_us "$(peers_field p50_us "$last")"
-		sample "$1-p$n" p99_us "$(peers_field p99_us "$last")"
-		sample "$1-p$n" cpu_pct $(((b1 - b0) * 100 / (b1 - b0 + i1 - i0 + 1)))
 		[[ $1 == ours ]] && sample "$1-p$n" evictions $((e1 - e0))
 
 		for ev in client_reregister sm_change pkey_change; do
@@ -285,6 +305,19 @@ peers_rows() {
 			sample "$1-p$n" ${ev%%_*}_s "$(awk -v a="$t0" -v b="$(peers_field end "$r0")" \
 				'BEGIN { printf "%.1f", b - a }')"
 		done
+
+		# connected mode: the same sweep, connections opened per peer
+		ip netns exec "$A" sh -c 'echo connected >/sys/class/net/ib0/mode' || return 1
+		peers_sweep_rows "$1" "$n" cm_ cm_conn_pp peers_vnode_stat cm_accepted
+		ret=$?
+		# every connection closed before the unload, whatever the sweep
+		# gave (see 67-scale-peers)
+		t0=$EPOCHREALTIME
+		ip netns exec "$A" sh -c 'echo datagram >/sys/class/net/ib0/mode' &&
+			peers_cm_closed "$(peers_vnode_stat cm_accepted)" ||
+			{ ktap_diag "$1, $n peers: connections still open in datagram mode"; return 1; }
+		sample "$1-p$n" cm_close_s "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')"
+		((ret == 0)) || return 1
 		__defer_run
 		cleanup_ns
 	done
@@ -462,7 +495,9 @@ for n in peers:
                       ("p50_us", "us"), ("p99_us", "us"), ("cpu_pct", "%"),
                       ("evictions", "paths"), ("client_peak", "queries/s"), ("client_s", "s"),
                       ("sm_peak", "queries/s"), ("sm_s", "s"), ("pkey_peak", "queries/s"),
-                      ("pkey_s", "s")]:
+                      ("pkey_s", "s"), ("cm_reach_s", "s"), ("cm_conn_pp", "connections/peer"),
+                      ("cm_slab_b", "B/peer"), ("cm_p50_us", "us"), ("cm_p99_us", "us"),
+                      ("cm_cpu_pct", "%"), ("cm_close_s", "s")]:
         i, o = med("intree-p%d" % n, row), med("ours-p%d" % n, row)
         if i is None and o is None:
             continue

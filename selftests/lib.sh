@@ -648,7 +648,8 @@ ipoib_hwaddr() {
 
 # ipoib_stack_up [SOFTIB_PARAM...] [-- POLICY...]: ib_cm, softib with the
 # parameters and its ports ACTIVE, the partitions POLICY... when given,
-# then ib_ipoib with ib1 there; both unloads deferred. Not to be run in
+# then ib_ipoib (with the parameters in IPOIB_LOAD_PARAMS) with ib1
+# there; both unloads deferred. Not to be run in
 # $(...): the deferred unloads are this shell's. On failure FAILED_STEP
 # names the step (for check_err).
 ipoib_stack_up() {
@@ -666,7 +667,8 @@ ipoib_stack_up() {
 	if (($#)); then
 		softib_policy "$@" || { FAILED_STEP="partitions policy"; return 1; }
 	fi
-	load_ipoib || { FAILED_STEP="ib_ipoib"; return 1; }
+	# shellcheck disable=SC2086 # IPOIB_LOAD_PARAMS: words, unquoted
+	load_ipoib ${IPOIB_LOAD_PARAMS-} || { FAILED_STEP="ib_ipoib"; return 1; }
 	defer unload_ipoib
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null || { FAILED_STEP="no ib1"; return 1; }
 }
@@ -786,6 +788,15 @@ peers_field() {
 }
 
 peers_slab() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
+
+# peers_vnode_stat NAME: a counter of softib's debugfs vnodes
+peers_vnode_stat() { awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/vnodes"; }
+
+# peers_cm_closed N: wait until the nodes counted at least N connections
+# closed (up to 60 s plus 20 ms a connection)
+peers_cm_closed() {
+	slowwait $((60 + $1 / 50)) sh -c "[ \$(awk '\$1 == \"cm_closed\" { print \$2 }' $SOFTIB_DBG/vnodes) -ge $1 ]" >/dev/null
+}
 
 # "BUSY IDLE" jiffies of all CPUs
 peers_cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }

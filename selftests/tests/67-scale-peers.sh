@@ -22,7 +22,15 @@
 # ib0's P_Key asks nothing. In-tree: the same sweep and events, its
 # figures reported; it asks again for every peer as traffic reaches it
 # after a reregister, and nothing after the other two.
-# make check: N=1000, a client reregister. LONG=1: N=10000, and a client
+# Last, ib0 in connected mode and the sweep again: the nodes accept
+# IPoIB-CM connections (softib vnode_cm) and answer over UD. Both: every
+# peer answers. Ours, whose max_cm_active is below N here: at most
+# max_cm_active connections, the peers beyond it reached over UD
+# (cm_active_refused), and no reconnection storm: the connections opened
+# stay within the bound plus 10 closed a second to make room. In-tree
+# (no bound): the connections per peer are reported.
+# make check: N=1000 (ours with max_cm_active=250), a client reregister.
+# LONG=1: N=10000 (the default max_cm_active, 4096), and a client
 # reregister, an SM change and a P_Key table change (the SM adds a
 # partition; ib0's P_Key keeps its index). make bench has the curves.
 
@@ -32,13 +40,16 @@ require_cmd python3 ethtool
 
 N=${N:-1000}
 EVENTS="client_reregister"
+CM_MAX=$((N / 4))
 if [[ $LONG == 1 ]]; then
 	N=10000
 	EVENTS="client_reregister sm_change pkey_change"
+	CM_MAX=4096
 fi
 ROUNDS=3
+[[ $IPOIB == ours ]] && IPOIB_LOAD_PARAMS="max_cm_active=$CM_MAX"
 
-ktap_header $((4 + 2 * $(wc -w <<<"$EVENTS")))
+ktap_header $((7 + 2 * $(wc -w <<<"$EVENTS")))
 ktap_diag "IPOIB=$IPOIB N=$N ROUNDS=$ROUNDS EVENTS=$EVENTS"
 
 peers_neigh_bounds "$N"
@@ -156,5 +167,69 @@ peers_event_round() {
 for ev in $EVENTS; do
 	peers_event_round "$ev"
 done
+
+# ---- connected mode ----
+# ours_ethtool NAME: one of ib0's ethtool -S counters (ours)
+ours_ethtool() {
+	ip netns exec "$A" ethtool -S ib0 | awk -v n="$1:" '$1 == n { print $2 }'
+}
+
+RET=0
+ip netns exec "$A" sh -c 'echo connected >/sys/class/net/ib0/mode'
+check_err $? "ib0 in connected mode"
+c0=$(peers_vnode_stat cm_accepted)
+if [[ $IPOIB == ours ]]; then
+	aev0=$(ours_ethtool cm_active_evicted) aref0=$(ours_ethtool cm_active_refused)
+fi
+slab0=$(peers_slab)
+t0=$EPOCHREALTIME
+out=$(peers_sweep "$N" --rounds $ROUNDS)
+check_err $? "the sweep in connected mode: $out"
+t1=$EPOCHREALTIME
+slab1=$(peers_slab)
+c1=$(peers_vnode_stat cm_accepted)
+while read -r l; do ktap_diag "connected: $l"; done <<<"$out"
+r0=$(sed -n 1p <<<"$out")
+last=$(tail -n 1 <<<"$out")
+opened=$((c1 - c0))
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+line="N=$N connections_opened=$opened per_peer=$(awk -v c="$opened" -v n="$N" 'BEGIN { printf "%.2f", c / n }') secs=$secs slab_per_peer=$(( (slab1 - slab0) * 1024 / N ))B reach_all=$(field secs "$r0")s p50=$(field p50_us "$last")us p99=$(field p99_us "$last")us"
+if [[ $IPOIB == ours ]]; then
+	act=$(ours_ethtool cm_active)
+	aev=$(($(ours_ethtool cm_active_evicted) - aev0))
+	aref=$(($(ours_ethtool cm_active_refused) - aref0))
+	line+=" max_cm_active=$CM_MAX active=$act evicted=$aev over_ud=$aref"
+fi
+ktap_diag "figures: connected $line"
+[[ $(field answered "$r0") == "$N" && $(field answered "$last") == "$N" ]]
+check_err $? "not every peer answered in connected mode: first round $(field answered "$r0"), last $(field answered "$last") of $N"
+ktap_diag "softib vnodes: $(tr '\n' ' ' <"$SOFTIB_DBG/vnodes")"
+log_test "connected mode: all $N peers answer, in the first round and the last"
+
+RET=0
+if [[ $IPOIB == ours ]]; then
+	# the bound, the UD fallback, and turnover at 10 a second at most
+	((act <= CM_MAX))
+	check_err $? "$act connections (max_cm_active $CM_MAX)"
+	((aref > 0))
+	check_err $? "no packet went over UD at the limit ($N peers, max_cm_active $CM_MAX)"
+	awk -v o="$opened" -v m="$CM_MAX" -v s="$secs" 'BEGIN { exit !(o <= m + 10 * s + 10) }'
+	check_err $? "$opened connections opened in ${secs}s (max_cm_active $CM_MAX: a reconnection storm)"
+	log_test "connected mode: at most $CM_MAX connections, the others over UD, $opened opened in ${secs}s"
+else
+	ktap_skip "connected mode: connections bounded" \
+		"in-tree: no bound; $opened connections for $N peers"
+fi
+
+# Back to datagram mode: every connection is closed (a DREQ each, which
+# the nodes count). Waited for, too: in-tree destroys its connections'
+# QPs from a work item, and unloaded while that work is still going it
+# destroys the CQs under them (a WARN at ib_destroy_cq).
+RET=0
+ip netns exec "$A" sh -c 'echo datagram >/sys/class/net/ib0/mode'
+check_err $? "ib0 back in datagram mode"
+peers_cm_closed "$c1"
+check_err $? "$(peers_vnode_stat cm_closed) of $c1 connections closed after the switch to datagram mode"
+log_test "back in datagram mode every connection is closed"
 
 ktap_finish
