@@ -461,9 +461,29 @@ softib_counter() {
 	awk -v n="$2" '$1 == n { print $2 }' "$SOFTIB_DBG/ports/$1/counters"
 }
 
+# stat_of FILE NAME: the value of NAME in FILE's "NAME VALUE" lines (the
+# counters of softib's and ours' debugfs)
+stat_of() {
+	awk -v n="$2" '$1 == n { print $2 }' "$1"
+}
+
+# stat_cmp FILE NAME OP N: that value compares OP (-ge, -gt, -le, ...) to
+# N; false while FILE has no such line. For slowwait.
+stat_cmp() {
+	local v
+
+	v=$(stat_of "$1" "$2")
+	[[ -n $v ]] && [ "$v" "$3" "$4" ]
+}
+
 # softib_stat NAME: one value of softib's device stats
 softib_stat() {
-	awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/stats"
+	stat_of "$SOFTIB_DBG/stats" "$1"
+}
+
+# nic_stat NS DEV NAME: one of DEV's ethtool -S counters, in netns NS
+nic_stat() {
+	ip netns exec "$1" ethtool -S "$2" | awk -v k="$3:" '$1 == k { print $2 }'
 }
 
 # ethtool_feature NS DEV NAME: one ethtool -k feature as ethtool prints
@@ -505,7 +525,7 @@ ipoib_dbg_stat() {
 	local d
 
 	d=$(ipoib_dbg_dir "$1") || return 1
-	awk -v n="$2" '$1 == n { print $2 }' "$d/stats"
+	stat_of "$d/stats" "$2"
 }
 
 # mcast_member NS DEV GROUP [SECS]: a process in NS joins the IPv4 GROUP on
@@ -790,12 +810,12 @@ peers_field() {
 peers_slab() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 
 # peers_vnode_stat NAME: a counter of softib's debugfs vnodes
-peers_vnode_stat() { awk -v n="$1" '$1 == n { print $2 }' "$SOFTIB_DBG/vnodes"; }
+peers_vnode_stat() { stat_of "$SOFTIB_DBG/vnodes" "$1"; }
 
 # peers_cm_closed N: wait until the nodes counted at least N connections
 # closed (up to 60 s plus 20 ms a connection)
 peers_cm_closed() {
-	slowwait $((60 + $1 / 50)) sh -c "[ \$(awk '\$1 == \"cm_closed\" { print \$2 }' $SOFTIB_DBG/vnodes) -ge $1 ]" >/dev/null
+	slowwait $((60 + $1 / 50)) stat_cmp "$SOFTIB_DBG/vnodes" cm_closed -ge "$1"
 }
 
 # "BUSY IDLE" jiffies of all CPUs

@@ -48,7 +48,7 @@ rc_up() {
 }
 
 wrid_errors() {
-	awk '$1 == "wrid_errors" { print $2 }' "$SOFTIB_DBG/stats"
+	softib_stat wrid_errors
 }
 
 ktap_header 11
@@ -170,7 +170,7 @@ check_err $? "client_reregister on port 1"
 if [[ $IPOIB == ours ]]; then
 	# ours keeps its paths and connections and asks the SA again for
 	# the paths (revalidate_rate)
-	slowwait 10 sh -c "[ \$(awk '\$1 == \"path_revalidations\" { print \$2 }' $(ipoib_dbg_dir ib0)/stats) -gt $rv0 ]" >/dev/null
+	slowwait 10 stat_cmp "$(ipoib_dbg_dir ib0)/stats" path_revalidations -gt "$rv0" >/dev/null
 	check_err $? "ib0 did not ask again for its path after client_reregister"
 	[[ $(grep -vc '^#' "$(ipoib_dbg_dir ib0)/path") -ge 1 ]]
 	check_err $? "ib0 forgot its paths after client_reregister"

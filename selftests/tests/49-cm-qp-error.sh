@@ -82,7 +82,7 @@ log_test "a passive QP the HCA failed is destroyed within 3 s"
 RET=0
 if [[ $IPOIB == ours ]]; then
 	n=$(ipoib_dbg_stat ib0 cm_passive_failed)
-	e=$(ip netns exec "$A" ethtool -S ib0 | awk '$1 == "cm_passive_failed:" { print $2 }')
+	e=$(nic_stat "$A" ib0 cm_passive_failed)
 	ktap_diag "cm_passive_failed: debugfs ${n:-?}, ethtool -S ${e:-?}"
 	[[ $n == 1 && $e == 1 ]]
 	check_err $? "cm_passive_failed ${n:-?} / ${e:-?}, not 1"

@@ -74,7 +74,7 @@ fault() {
 	check_err $? "fault/$knob $old"
 	# this ping meets the fault; the next ones the new connection
 	ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null 2>&1
-	slowwait 10 sh -c "[ \$(awk '\$1 == \"$ev\" { print \$2 }' $SOFTIB_DBG/stats) -gt $e0 ]" >/dev/null
+	slowwait 10 stat_cmp "$SOFTIB_DBG/stats" "$ev" -gt "$e0" >/dev/null
 	check_err $? "no $ev (still $e0)"
 	slowwait 10 gone "$old" >/dev/null
 	check_err $? "the failed QP $old was not destroyed"

@@ -24,11 +24,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd python3 setpriv
 
-# stat NAME: softib's counter
-stat() {
-	awk -v k="$1" '$1 == k { print $2 }' "$SOFTIB_DBG/stats"
-}
-
 # sa_full MGID GID: GID is a full member of MGID at the SA (JoinState bit
 # 0x1); prints the JoinState
 sa_full() {
@@ -37,11 +32,6 @@ sa_full() {
 	js=$(awk -v g="$1" -v p="$2" '$2 == g && $3 == p { print $4 }' "$SOFTIB_DBG/sa_members")
 	echo "$js"
 	[[ -n $js ]] && (($js & 1))
-}
-
-# nic_stat NS DEV NAME: ethtool -S counter
-nic_stat() {
-	ip netns exec "$1" ethtool -S "$2" | awk -v k="$3:" '$1 == k { print $2 }'
 }
 
 # flood N: N sockets of nobody's in netns A, 20 groups each on ib0
@@ -123,16 +113,16 @@ if [[ $IPOIB == ours ]]; then
 	check_err $? "ib0: $full full groups (max_full_groups $limit), $over over"
 	(($(nic_stat "$A" ib0 full_groups_refused) >= over))
 	check_err $? "full_groups_refused $(nic_stat "$A" ib0 full_groups_refused) < $over"
-	(($(stat sa_groups_refused) == 0))
-	check_err $? "softib's SA refused $(stat sa_groups_refused) groups"
+	(($(softib_stat sa_groups_refused) == 0))
+	check_err $? "softib's SA refused $(softib_stat sa_groups_refused) groups"
 	dmesg | sed -n "/ipoib-selftest-$$-flood/,\$p" |
 		grep -q "ib0: [0-9]* multicast groups beyond max_full_groups=$limit are not joined"
 	check_err $? "no log line names max_full_groups"
 else
-	slowwait 90 sh -c "[ \$(awk '\$1 == \"sa_groups_refused\" { print \$2 }' $SOFTIB_DBG/stats) -gt 0 ]"
-	check_err $? "in-tree's joins never filled the SA ($(stat sa_groups) groups)"
+	slowwait 90 stat_cmp "$SOFTIB_DBG/stats" sa_groups_refused -gt 0
+	check_err $? "in-tree's joins never filled the SA ($(softib_stat sa_groups) groups)"
 fi
-ktap_diag "SA: $(stat sa_groups) groups, $(stat sa_groups_refused) refused"
+ktap_diag "SA: $(softib_stat sa_groups) groups, $(softib_stat sa_groups_refused) refused"
 log_test "one user's 1200 joins on ib0: ours stops at max_full_groups (in-tree fills the SA)"
 
 RET=0
@@ -157,8 +147,8 @@ if [[ $IPOIB == ours ]]; then
 	[[ $(nic_stat "$A" ib0 full_groups_over) == 0 ]]
 	check_err $? "full_groups_over $(nic_stat "$A" ib0 full_groups_over) with the flood gone"
 fi
-slowwait 60 sh -c "[ \$(awk '\$1 == \"sa_groups\" { print \$2 }' $SOFTIB_DBG/stats) -le 40 ]"
-check_err $? "the SA still holds $(stat sa_groups) groups after the sockets closed"
+slowwait 60 stat_cmp "$SOFTIB_DBG/stats" sa_groups -le 40
+check_err $? "the SA still holds $(softib_stat sa_groups) groups after the sockets closed"
 log_test "the flood's sockets closed: its groups are left"
 
 RET=0

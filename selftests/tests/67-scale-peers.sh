@@ -169,17 +169,12 @@ for ev in $EVENTS; do
 done
 
 # ---- connected mode ----
-# ours_ethtool NAME: one of ib0's ethtool -S counters (ours)
-ours_ethtool() {
-	ip netns exec "$A" ethtool -S ib0 | awk -v n="$1:" '$1 == n { print $2 }'
-}
-
 RET=0
 ip netns exec "$A" sh -c 'echo connected >/sys/class/net/ib0/mode'
 check_err $? "ib0 in connected mode"
 c0=$(peers_vnode_stat cm_accepted)
 if [[ $IPOIB == ours ]]; then
-	aev0=$(ours_ethtool cm_active_evicted) aref0=$(ours_ethtool cm_active_refused)
+	aev0=$(nic_stat "$A" ib0 cm_active_evicted) aref0=$(nic_stat "$A" ib0 cm_active_refused)
 fi
 slab0=$(peers_slab)
 t0=$EPOCHREALTIME
@@ -195,9 +190,9 @@ opened=$((c1 - c0))
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 line="N=$N connections_opened=$opened per_peer=$(awk -v c="$opened" -v n="$N" 'BEGIN { printf "%.2f", c / n }') secs=$secs slab_per_peer=$(( (slab1 - slab0) * 1024 / N ))B reach_all=$(field secs "$r0")s p50=$(field p50_us "$last")us p99=$(field p99_us "$last")us"
 if [[ $IPOIB == ours ]]; then
-	act=$(ours_ethtool cm_active)
-	aev=$(($(ours_ethtool cm_active_evicted) - aev0))
-	aref=$(($(ours_ethtool cm_active_refused) - aref0))
+	act=$(nic_stat "$A" ib0 cm_active)
+	aev=$(($(nic_stat "$A" ib0 cm_active_evicted) - aev0))
+	aref=$(($(nic_stat "$A" ib0 cm_active_refused) - aref0))
 	line+=" max_cm_active=$CM_MAX active=$act evicted=$aev over_ud=$aref"
 fi
 ktap_diag "figures: connected $line"

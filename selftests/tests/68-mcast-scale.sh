@@ -95,7 +95,7 @@ t0=$EPOCHREALTIME
 echo client_reregister >"$SOFTIB_DBG/ports/1/event"
 check_err $? "client_reregister on port 1"
 # every group and the broadcast group asked for again
-slowwait 60 sh -c "[ \$(awk '\$1 == \"sa_mc_joins\" { print \$2 }' $SOFTIB_DBG/stats) -ge $((j0 + G + 1)) ]" >/dev/null
+slowwait 60 stat_cmp "$SOFTIB_DBG/stats" sa_mc_joins -ge $((j0 + G + 1)) >/dev/null
 check_err $? "$(($(softib_stat sa_mc_joins) - j0)) joins after the reregister, want at least $((G + 1))"
 t=$(elapsed "$t0")
 slowwait_eq 30 "$G" sa_groups && sa_bcast
