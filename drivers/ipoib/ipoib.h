@@ -695,13 +695,13 @@ static inline bool ipoib_is_ours(const struct net_device *dev)
 	return dev->netdev_ops == &ipoib_netdev_ops;
 }
 
-/* Multicast hardware addresses carry QPN 0xffffff and an MGID (ff..). */
 /* the bucket of a GID: paths by DGID, multicast groups by MGID */
 static inline u32 ipoib_gid_hash(const union ib_gid *gid)
 {
 	return jhash(gid->raw, sizeof(gid->raw), 0);
 }
 
+/* Multicast hardware addresses carry QPN 0xffffff and an MGID (ff..). */
 static inline bool ipoib_is_mcast_addr(const u8 *hwaddr)
 {
 	return hwaddr[4] == 0xff;

@@ -19,7 +19,8 @@
  * hardware address offers connected mode, and it accepts connections
  * (vnode_cm.c); what comes over them is answered the same way, over UD.
  * The SA resolves a PathRecord to a node's GID like one to a port's
- * (sa.c), and every such query is counted (sa_path_queries, sa_path_peak_per_sec in debugfs stats).
+ * (sa.c), and every such query is counted (sa_path_queries,
+ * sa_path_peak_per_sec in debugfs stats).
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
