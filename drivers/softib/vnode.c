@@ -53,9 +53,10 @@ MODULE_PARM_DESC(vnode_cm, "Virtual nodes accept IPoIB connected-mode connection
 static u32 softib_vnode_ip0;	/* host order */
 
 /*
- * The Q_Key of the IPoIB datagrams nodes heard last (the broadcast
+ * The Q_Key of the ARP request nodes answered last (the broadcast
  * group's; IPoIB's usual one until then): a node answers over UD what
- * comes over a connection, and RC packets carry no Q_Key.
+ * comes over a connection, and RC packets carry no Q_Key. A peer ARPs
+ * before it connects, so this is learned once per ARP, not per packet.
  */
 u32 softib_vnode_qkey = 0x00000b1b;
 
@@ -208,7 +209,8 @@ static bool softib_vnode_arp(const struct softib_pkt *req, u8 *buf, u32 len)
 	arp->tip = sip;
 	softib_vnode_hwaddr(i, arp->sha);
 	to.qpn = (sha[1] << 16) | (sha[2] << 8) | sha[3];
-	WRITE_ONCE(softib_vnode_qkey, req->qkey);
+	if (READ_ONCE(softib_vnode_qkey) != req->qkey)
+		WRITE_ONCE(softib_vnode_qkey, req->qkey);
 	softib_vnode_send(req, i, SOFTIB_VNODE_QPN, &to, buf,
 			  SOFTIB_IPOIB_HLEN + sizeof(*arp));
 	atomic64_inc(&req->sdev->vnode_arp_replies);
@@ -313,7 +315,6 @@ void softib_vnode_recv(const struct softib_pkt *req, u32 i)
 		atomic64_inc(&sdev->vnode_dropped);
 		return;
 	}
-	WRITE_ONCE(softib_vnode_qkey, req->qkey);
 	buf = softib_vnode_copy(req, SOFTIB_MTU_BYTES, &len);
 	if (buf) {
 		__be16 proto = *(__be16 *)buf;
