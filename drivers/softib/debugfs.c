@@ -89,6 +89,10 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 		   atomic64_read(&sdev->qp_events[SOFTIB_EV_REQ_ERR]),
 		   atomic64_read(&sdev->qp_events[SOFTIB_EV_ACCESS_ERR]),
 		   atomic64_read(&sdev->qp_events[SOFTIB_EV_LAST_WQE]));
+	seq_printf(m, "sma_answered %lld\nsma_errors %lld\nsma_dropped %lld\n",
+		   atomic64_read(&sdev->sma_answered),
+		   atomic64_read(&sdev->sma_errors),
+		   atomic64_read(&sdev->sma_dropped));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);
@@ -169,10 +173,14 @@ static ssize_t softib_link_write(struct file *file, const char __user *ubuf,
 		return -EINVAL;
 	if (copy_from_user(buf, ubuf, count))
 		return -EFAULT;
+	/* a cable plugged in or pulled out: the link trains or polls */
 	if (sysfs_streq(buf, "up")) {
-		softib_port_set_state(port, IB_PORT_ACTIVE);
+		WRITE_ONCE(port->cabled, true);
+		softib_port_phys(port, IB_PORT_PHYS_STATE_LINK_UP);
 	} else if (sysfs_streq(buf, "down")) {
-		softib_port_set_state(port, IB_PORT_DOWN);
+		WRITE_ONCE(port->cabled, false);
+		cancel_delayed_work(&port->link_work);
+		softib_port_phys(port, IB_PORT_PHYS_STATE_POLLING);
 	} else {
 		pr_info("port %u link: write \"up\" or \"down\"\n",
 			port->num);

@@ -159,14 +159,34 @@ static void softib_write_grh(const struct softib_pkt *pkt,
 	grh.hop_limit = av->hop_limit;
 	if (pkt->sgid) {
 		grh.sgid = *pkt->sgid;	/* injected (inject.c) */
+	} else if (pkt->sport) {
+		grh.sgid.global.subnet_prefix =
+			cpu_to_be64(READ_ONCE(pkt->sport->gid_prefix));
+		grh.sgid.global.interface_id =
+			softib_port_guid(pkt->sport->num);
 	} else {
+		/* the SA's own answers carry no GRH; this is for safety */
 		grh.sgid.global.subnet_prefix =
 			cpu_to_be64(SOFTIB_SUBNET_PREFIX);
-		/* LID N belongs to port N */
 		grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
 	}
 	grh.dgid = av->dgid;
 	softib_copy_sg(dst, ndst, 0, &src, 1, sizeof(grh));
+}
+
+/*
+ * May a port send or receive this QP's packets now? Data needs an Active
+ * port. Subnet management (QP0, VL15) passes in Init and Armed too, as it
+ * must: that is how an SM brings the port up.
+ */
+static bool softib_port_passes(struct softib_port *port, struct softib_qp *qp)
+{
+	enum ib_port_state state = READ_ONCE(port->state);
+
+	if (state == IB_PORT_ACTIVE)
+		return true;
+	return qp->ibqp.qp_type == IB_QPT_SMI &&
+	       (state == IB_PORT_INIT || state == IB_PORT_ARMED);
 }
 
 /* Index of a matching P_Key in the receiving port's table, or -1. */
@@ -279,6 +299,8 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 		}
 		atomic64_inc(&dport->cnt.rcv_packets);
 		atomic64_add(wqe->length, &dport->cnt.rcv_bytes);
+		if (pkt->mcast)
+			atomic64_inc(&dport->cnt.mcast_rcv_packets);
 	}
 	softib_wrid_retire(rq, rwqe->wr_id);
 	rq->tail++;
@@ -316,7 +338,7 @@ static void softib_deliver_ud(const struct softib_pkt *pkt,
 	unsigned long flags;
 	int pkey_index;
 
-	if (READ_ONCE(dport->state) != IB_PORT_ACTIVE) {
+	if (!softib_port_passes(dport, dqp)) {
 		softib_drop(dport, SOFTIB_DROP_PORT_DOWN);
 		return;
 	}
@@ -351,11 +373,29 @@ static void softib_deliver_ud(const struct softib_pkt *pkt,
 	spin_unlock_irqrestore(&dqp->rq.lock, flags);
 }
 
+/*
+ * The port that owns a unicast LID: its base LID with the LMC's low bits
+ * masked. The built-in SM gives port N LID N, which is found at once; an
+ * SM may give any LIDs, so the rest are searched (at most 16 ports).
+ */
 static struct softib_port *softib_lid_to_port(struct softib_dev *sdev, u16 lid)
 {
-	if (lid < 1 || lid > sdev->nports)
-		return NULL;
-	return softib_port(sdev, lid);
+	struct softib_port *port;
+	u32 i;
+
+	if (lid >= 1 && lid <= sdev->nports) {
+		port = softib_port(sdev, lid);
+		if (READ_ONCE(port->lid) == lid)
+			return port;
+	}
+	for (i = 0; i < sdev->nports; i++) {
+		port = &sdev->ports[i];
+		if (READ_ONCE(port->lid) &&
+		    (lid & ~((1U << READ_ONCE(port->lmc)) - 1)) ==
+		    READ_ONCE(port->lid))
+			return port;
+	}
+	return NULL;
 }
 
 /* Route one datagram by DLID and deliver it. */
@@ -368,11 +408,14 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	struct softib_qp *dqp;
 	u32 vnode;
 
-	/* the subnet administrator answers at (SM LID, QP1) */
+	/* the subnet administrator answers at (SM LID, QP1), the SM at QP0 */
 	if (dlid == SOFTIB_SM_LID) {
 		if (wqe->remote_qpn == 1 && pkt->qkey == SOFTIB_QP1_QKEY &&
 		    pkt->sport)
 			softib_sa_recv(pkt);
+		else if (wqe->remote_qpn == 0 && pkt->src &&
+			 pkt->src->ibqp.qp_type == IB_QPT_SMI)
+			softib_sm_recv(pkt);
 		else if (pkt->sport)
 			softib_drop(pkt->sport, SOFTIB_DROP_NO_QP);
 		return;
@@ -477,12 +520,15 @@ static enum ib_wc_status softib_send_ud_one(struct softib_qp *qp,
 						     wqe->remote_qkey;
 
 	/* a port that is down loses what is sent; the send still completes */
-	if (READ_ONCE(sport->state) != IB_PORT_ACTIVE) {
+	if (!softib_port_passes(sport, qp)) {
 		softib_drop(sport, SOFTIB_DROP_PORT_DOWN);
 		return IB_WC_SUCCESS;
 	}
 	atomic64_inc(&sport->cnt.xmit_packets);
 	atomic64_add(wqe->length, &sport->cnt.xmit_bytes);
+	if (wqe->av.dlid >= SOFTIB_MLID_BASE &&
+	    wqe->av.dlid != SOFTIB_LID_PERMISSIVE)
+		atomic64_inc(&sport->cnt.mcast_xmit_packets);
 	softib_route_pkt(&pkt);
 	return IB_WC_SUCCESS;
 }

@@ -42,17 +42,21 @@ static int softib_query_port(struct ib_device *ibdev, u32 port_num,
 	struct softib_port *port = softib_port(to_sdev(ibdev), port_num);
 	unsigned long flags;
 
-	/* ib_core zeroes *attr before calling us */
+	/* ib_core zeroes *attr before calling us; PortInfo says the same */
 	spin_lock_irqsave(&port->lock, flags);
 	attr->state = port->state;
+	attr->phys_state = port->phys_state;
 	attr->port_cap_flags = port->cap_flags;
+	attr->lid = port->lid;
+	attr->lmc = port->lmc;
+	attr->sm_lid = port->sm_lid;
+	attr->sm_sl = port->sm_sl;
+	attr->subnet_prefix = port->gid_prefix;
+	attr->subnet_timeout = port->subnet_timeout;
+	attr->active_mtu = min_t(u8, port->neighbor_mtu, SOFTIB_MTU);
 	spin_unlock_irqrestore(&port->lock, flags);
 
-	attr->phys_state = attr->state == IB_PORT_DOWN ?
-			   IB_PORT_PHYS_STATE_POLLING : IB_PORT_PHYS_STATE_LINK_UP;
-	attr->subnet_prefix = SOFTIB_SUBNET_PREFIX;
 	attr->max_mtu = SOFTIB_MTU;
-	attr->active_mtu = SOFTIB_MTU;
 	attr->phys_mtu = SOFTIB_MTU_BYTES;
 	attr->gid_tbl_len = SOFTIB_GID_TBL_LEN;
 	attr->pkey_tbl_len = SOFTIB_PKEY_TBL_LEN;
@@ -61,12 +65,7 @@ static int softib_query_port(struct ib_device *ibdev, u32 port_num,
 		(u32)atomic64_read(&port->cnt.drops[SOFTIB_DROP_PKEY]);
 	attr->qkey_viol_cntr =
 		(u32)atomic64_read(&port->cnt.drops[SOFTIB_DROP_QKEY]);
-	attr->lid = port->lid;
-	attr->sm_lid = SOFTIB_SM_LID;
-	attr->sm_sl = 0;
-	attr->lmc = 0;
 	attr->max_vl_num = 1;
-	attr->subnet_timeout = 18;
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = IB_SPEED_EDR;
 	return 0;
@@ -141,9 +140,11 @@ static int softib_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
 static int softib_query_gid(struct ib_device *ibdev, u32 port_num, int index,
 			    union ib_gid *gid)
 {
+	struct softib_port *port = softib_port(to_sdev(ibdev), port_num);
+
 	if (index != 0)
 		return -EINVAL;
-	gid->global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+	gid->global.subnet_prefix = cpu_to_be64(READ_ONCE(port->gid_prefix));
 	gid->global.interface_id = softib_port_guid(port_num);
 	return 0;
 }
@@ -189,6 +190,23 @@ void softib_port_set_state(struct softib_port *port,
 }
 
 /*
+ * The physical link of a port: LinkUp after training, Polling without a
+ * peer, Disabled by the SM. A link that is up has trained to Init; the
+ * built-in SM configures such a port at once, so it goes on to Active.
+ */
+void softib_port_phys(struct softib_port *port, u8 phys_state)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&port->lock, flags);
+	port->phys_state = phys_state;
+	spin_unlock_irqrestore(&port->lock, flags);
+
+	softib_port_set_state(port, phys_state == IB_PORT_PHYS_STATE_LINK_UP ?
+			      IB_PORT_ACTIVE : IB_PORT_DOWN);
+}
+
+/*
  * Ports register DOWN and come up in a "sweep" after registration, so that
  * every client sees the PORT_ACTIVE edge (ib_sa fetches ClassPortInfo from
  * its event handler only).
@@ -200,7 +218,9 @@ static void softib_sweep(struct work_struct *work)
 	u32 i;
 
 	for (i = 0; i < sdev->nports; i++)
-		softib_port_set_state(&sdev->ports[i], IB_PORT_ACTIVE);
+		if (READ_ONCE(sdev->ports[i].cabled))
+			softib_port_phys(&sdev->ports[i],
+					 IB_PORT_PHYS_STATE_LINK_UP);
 }
 
 const struct ib_device_ops softib_dev_ops = {
@@ -208,6 +228,7 @@ const struct ib_device_ops softib_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = 1,
 
+	.alloc_hw_port_stats = softib_alloc_hw_port_stats,
 	.attach_mcast = softib_attach_mcast,
 	.create_ah = softib_create_ah,
 	.create_qp = softib_create_qp,
@@ -221,6 +242,7 @@ const struct ib_device_ops softib_dev_ops = {
 	.detach_mcast = softib_detach_mcast,
 	.get_dev_fw_str = softib_get_dev_fw_str,
 	.get_dma_mr = softib_get_dma_mr,
+	.get_hw_stats = softib_get_hw_stats,
 	.get_link_layer = softib_get_link_layer,
 	.get_port_immutable = softib_get_port_immutable,
 	.modify_device = softib_modify_device,
@@ -231,6 +253,7 @@ const struct ib_device_ops softib_dev_ops = {
 	.post_recv = softib_post_recv,
 	.post_send = softib_post_send,
 	.post_srq_recv = softib_post_srq_recv,
+	.process_mad = softib_process_mad,
 	.query_ah = softib_query_ah,
 	.query_device = softib_query_device,
 	.query_gid = softib_query_gid,
@@ -269,11 +292,14 @@ static void softib_init_port(struct softib_dev *sdev, u32 num)
 	port->num = num;
 	spin_lock_init(&port->lock);
 	port->state = IB_PORT_DOWN;
+	port->cabled = true;
+	INIT_DELAYED_WORK(&port->link_work, softib_link_work);
+	softib_sma_init_port(port);
+	/* the built-in SM's addressing: LID N for port N, the SM at its own */
 	port->lid = num;
+	port->sm_lid = SOFTIB_SM_LID;
 	/* what a default OpenSM gives every CA port: full member of 0x7fff */
 	port->pkeys[0] = 0xffff;
-	port->cap_flags = IB_PORT_CLIENT_REG_SUP | IB_PORT_TRAP_SUP |
-			  IB_PORT_SYS_IMAGE_GUID_SUP;
 }
 
 static struct softib_dev *softib_create(u32 nports)
@@ -356,6 +382,8 @@ err_dealloc:
 
 static void softib_destroy(struct softib_dev *sdev)
 {
+	u32 i;
+
 	/*
 	 * 1. Remove the control files, stop the sweep and drop the SA
 	 *    answers fault/sa_delay_ms holds back, so no port event or late
@@ -368,6 +396,9 @@ static void softib_destroy(struct softib_dev *sdev)
 	cancel_delayed_work_sync(&sdev->sweep);
 	softib_sa_drop_delayed(sdev);
 	ib_unregister_device(&sdev->ibdev);
+	/* no SMP can take a link down any more: its retrain is the last */
+	for (i = 0; i < sdev->nports; i++)
+		cancel_delayed_work_sync(&sdev->ports[i].link_work);
 	softib_mcast_cleanup(sdev);
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);

@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_sa.h>
+#include <rdma/ib_smi.h>
 
 #include "softib.h"
 
@@ -412,9 +413,12 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 	return 0;
 }
 
-/* Send a MAD from the SA (SM LID, QP1) into the requester port's QP1. */
-static void softib_sa_reply(struct softib_dev *sdev, struct softib_port *port,
-			    u16 pkey, struct ib_sa_mad *resp)
+/*
+ * Send a MAD from the SM LID into the requester port's QP "qpn": the SA's
+ * answers from QP1 into QP1, the SM's from QP0 into QP0.
+ */
+static void softib_sm_send(struct softib_dev *sdev, struct softib_port *port,
+			   u32 qpn, u16 pkey, void *resp)
 {
 	struct {
 		struct softib_swqe wqe;
@@ -422,22 +426,22 @@ static void softib_sa_reply(struct softib_dev *sdev, struct softib_port *port,
 	} *out;
 	struct softib_pkt pkt = {
 		.sdev = sdev,
-		.src_qpn = 1,
+		.src_qpn = qpn,
 		.slid = SOFTIB_SM_LID,
 		.pkey = pkey,
-		.qkey = SOFTIB_QP1_QKEY,
+		.qkey = qpn ? SOFTIB_QP1_QKEY : 0,
 	};
 
 	out = kzalloc(sizeof(*out), GFP_KERNEL);
 	if (!out)
 		return;	/* a lost response: the requester times out and retries */
 	out->wqe.opcode = IB_WR_SEND;
-	out->wqe.length = sizeof(*resp);
+	out->wqe.length = sizeof(struct ib_mad);
 	out->wqe.num_sge = 1;
-	out->wqe.remote_qpn = 1;
-	out->wqe.av.dlid = port->lid;
+	out->wqe.remote_qpn = qpn;
+	out->wqe.av.dlid = READ_ONCE(port->lid);
 	out->sge.addr = (uintptr_t)resp;
-	out->sge.length = sizeof(*resp);
+	out->sge.length = sizeof(struct ib_mad);
 	pkt.wqe = &out->wqe;
 	softib_route_pkt(&pkt);
 	kfree(out);
@@ -630,7 +634,7 @@ static void softib_sa_delayed_work(struct work_struct *work)
 	/* cleanup took it first and waits for us in cancel_delayed_work_sync */
 	if (!softib_sa_take_delayed(d))
 		return;
-	softib_sa_reply(d->sdev, d->port, d->pkey, &d->resp);
+	softib_sm_send(d->sdev, d->port, 1, d->pkey, &d->resp);
 	kfree(d);
 }
 
@@ -712,7 +716,52 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
 	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
-		softib_sa_reply(sdev, pkt->sport, pkt->pkey, resp);
+		softib_sm_send(sdev, pkt->sport, 1, pkt->pkey, resp);
+	kfree(req);
+}
+
+/*
+ * An SMP addressed to (SM LID, QP0): the built-in SM answers SMInfo Get
+ * (sminfo, and an SM that polls for a master), as the SM of a managed
+ * switch does. It runs on the fabric's switch: its GUID is the switch's.
+ * Every other attribute and method gets "unsupported".
+ */
+void softib_sm_recv(const struct softib_pkt *pkt)
+{
+	const struct softib_swqe *wqe = pkt->wqe;
+	struct ib_smp *req, *resp;
+	struct ib_sge sge;
+	u8 *info;
+
+	if (wqe->length != sizeof(*req) || !pkt->sport)
+		return;
+	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return;
+	resp = req + 1;
+	sge.addr = (uintptr_t)req;
+	sge.length = sizeof(*req);
+	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
+	if (req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED ||
+	    (req->method & IB_MGMT_METHOD_RESP) ||
+	    req->method == IB_MGMT_METHOD_TRAP_REPRESS)
+		goto out_free;
+
+	memcpy(resp, req, offsetof(struct ib_smp, data));
+	resp->method = IB_MGMT_METHOD_GET_RESP;
+	if (req->method != IB_MGMT_METHOD_GET ||
+	    req->attr_id != IB_SMP_ATTR_SM_INFO) {
+		resp->status = cpu_to_be16(IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+	} else {
+		/* GUID, SM_Key (0: not shown), ActCount, Priority|SMState */
+		info = resp->data;
+		put_unaligned_be64(SOFTIB_SWITCH_GUID, info);
+		put_unaligned_be32(atomic_inc_return(&pkt->sdev->sm_act_count),
+				   info + 16);
+		info[20] = SOFTIB_SM_PRIORITY << 4 | SOFTIB_SM_STATE_MASTER;
+	}
+	softib_sm_send(pkt->sdev, pkt->sport, 0, 0xffff, resp);
+out_free:
 	kfree(req);
 }
 

@@ -35,6 +35,16 @@
 /* UD payload limit: the port's MTU (4096); the GRH sits in front of it. */
 #define SOFTIB_MTU		IB_MTU_4096
 #define SOFTIB_MTU_BYTES	4096
+/*
+ * What NodeInfo and query_device say of the hardware. The DeviceID is
+ * outside every range for which OpenSM sends Mellanox vendor MADs.
+ */
+#define SOFTIB_VENDOR_ID	0xffffff
+#define SOFTIB_DEVICE_ID	0x0000
+#define SOFTIB_HW_REV		1
+/* PortInfo: VLArbitration entries per priority, RespTimeValue (2^18 x 4 us) */
+#define SOFTIB_VLARB_CAP	32
+#define SOFTIB_RESP_TIME	18
 
 /*
  * Addressing. LIDs are stable: port N of the device owns LID N. The subnet
@@ -45,6 +55,10 @@
 #define SOFTIB_SM_LID		0x0100
 #define SOFTIB_NODE_GUID	0x02110bff00000000ULL
 #define SOFTIB_SUBNET_PREFIX	0xfe80000000000000ULL
+/* the fabric's switch, where the built-in SM runs (SMInfo) */
+#define SOFTIB_SWITCH_GUID	0x02110bff00010000ULL
+#define SOFTIB_SM_PRIORITY	15
+#define SOFTIB_SM_STATE_MASTER	3
 #define SOFTIB_QP1_QKEY		0x80010000
 #define SOFTIB_MLID_BASE	0xc000
 /* MLIDs the SA hands out: 0xC001..0xFFFE */
@@ -85,8 +99,14 @@ struct softib_counters {
 	atomic64_t xmit_bytes;
 	atomic64_t rcv_packets;
 	atomic64_t rcv_bytes;
+	/* of the packets above, those sent to or received from an MLID */
+	atomic64_t mcast_xmit_packets;
+	atomic64_t mcast_rcv_packets;
 	atomic64_t drops[SOFTIB_DROP_MAX];
 };
+
+/* counters the PMA shows (pma.c), each cleared by a PMA Set on its own */
+#define SOFTIB_PMA_COUNTERS	9
 
 struct softib_dev;
 struct seq_file;
@@ -96,15 +116,45 @@ struct softib_qp;
 struct softib_port {
 	struct softib_dev *sdev;
 	u32 num;
-	/* lock protects state, cap_flags and the pkey table */
+	/*
+	 * lock protects state, cap_flags, the pkey table and what the
+	 * subnet management agent keeps (sma.c); the data path reads
+	 * state, lid and pkeys with READ_ONCE.
+	 */
 	spinlock_t lock;
 	enum ib_port_state state;
+	u8 phys_state;			/* IB_PORT_PHYS_STATE_* */
+	bool cabled;			/* debugfs link: up/down */
 	u32 cap_flags;
 	u16 lid;
+	u8 lmc;
+	u16 sm_lid;
+	u8 sm_sl;
 	u16 pkeys[SOFTIB_PKEY_TBL_LEN];
+	u64 gid_prefix;
+	/* M_Key, its protect level, lease and violations (IBTA 14.2.4) */
+	u64 mkey;
+	u8 mkeyprot;
+	u16 mkey_lease_period;		/* seconds; 0: no lease */
+	unsigned long mkey_lease_end;	/* jiffies; 0: lease not running */
+	u16 mkey_violations;
+	/* the rest of PortInfo that an SM writes and reads back */
+	u8 link_down_default;
+	u8 width_enabled, speed_enabled, speed_ext_enabled;
+	u8 neighbor_mtu;
+	u8 op_vls;
+	u8 vl_high_limit;
+	u8 vlstall_hoqlife;
+	u8 subnet_timeout;
+	u8 phy_overrun_thresh;
+	u8 sl2vl[8];
+	u8 vlarb[2][SOFTIB_VLARB_CAP * 2];	/* low, high priority */
+	/* a link taken down by the SM trains again (sma.c) */
+	struct delayed_work link_work;
 	/* QP0 (SMI) and QP1 (GSI) of this port, looked up under RCU */
 	struct softib_qp __rcu *special[2];
 	struct softib_counters cnt;
+	u64 pma_base[SOFTIB_PMA_COUNTERS];
 };
 
 /*
@@ -142,6 +192,7 @@ struct softib_dev {
 	atomic64_t sa_groups_refused;	/* joins refused at the cap */
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
+	atomic_t sm_act_count;		/* the built-in SM's SMInfo ActCount */
 	/* PathRecord queries, and the most in one second (sa.c) */
 	atomic64_t sa_path_queries;
 	spinlock_t sa_rate_lock;	/* sa_rate_sec, sa_rate_count, sa_path_peak */
@@ -165,6 +216,8 @@ struct softib_dev {
 	atomic64_t csum_filled, csum_verified, csum_unverified;
 	/* completions removed from CQs because their QP was destroyed */
 	atomic64_t purged_cqes;
+	/* SMPs the SMA answered, answered with an error, dropped (M_Key) */
+	atomic64_t sma_answered, sma_errors, sma_dropped;
 	/* wr_id bookkeeping errors seen with debug_wrid=1 */
 	atomic64_t wrid_errors;
 	/* affiliated QP events raised, by enum softib_qp_ev */
@@ -448,6 +501,23 @@ extern bool softib_srq;
 extern bool softib_debug_wrid;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
+void softib_port_phys(struct softib_port *port, u8 phys_state);
+
+/* sma.c */
+void softib_sma_init_port(struct softib_port *port);
+int softib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port_num,
+		       const struct ib_wc *in_wc, const struct ib_grh *in_grh,
+		       const struct ib_mad *in, struct ib_mad *out,
+		       size_t *out_mad_size, u16 *out_mad_pkey_index);
+void softib_link_work(struct work_struct *work);
+
+/* pma.c */
+u16 softib_pma_process(struct softib_dev *sdev, u32 port_num,
+		       const struct ib_mad *in, struct ib_mad *out);
+struct rdma_hw_stats *softib_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port_num);
+int softib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port_num, int index);
 
 /* verbs.c */
 int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
@@ -549,6 +619,7 @@ void softib_sa_cleanup(struct softib_dev *sdev);
 void softib_sa_reset_peak(struct softib_dev *sdev);
 void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
+void softib_sm_recv(const struct softib_pkt *pkt);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 				       const union ib_gid *gid);
 int softib_port_find_pkey(struct softib_port *port, u16 pkey);

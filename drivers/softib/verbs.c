@@ -26,9 +26,9 @@ int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->sys_image_guid = cpu_to_be64(SOFTIB_NODE_GUID);
 	attr->max_mr_size = U64_MAX;
 	attr->page_size_cap = PAGE_SIZE;
-	attr->vendor_id = 0xffffff;
-	attr->vendor_part_id = 0;
-	attr->hw_ver = 1;
+	attr->vendor_id = SOFTIB_VENDOR_ID;
+	attr->vendor_part_id = SOFTIB_DEVICE_ID;
+	attr->hw_ver = SOFTIB_HW_REV;
 	attr->max_qp = SOFTIB_MAX_QP;
 	attr->max_qp_wr = SOFTIB_MAX_QP_WR;
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
