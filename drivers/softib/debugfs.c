@@ -58,6 +58,12 @@ static int softib_sa_mcg_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_sa_mcg);
 
+static int softib_switch_dbg_show(struct seq_file *m, void *unused)
+{
+	return softib_switch_show(m, m->private);
+}
+DEFINE_SHOW_ATTRIBUTE(softib_switch_dbg);
+
 static int softib_stats_show(struct seq_file *m, void *unused)
 {
 	struct softib_dev *sdev = m->private;
@@ -436,6 +442,8 @@ void softib_debugfs_init(struct softib_dev *sdev)
 			    &softib_mcast_fops);
 	debugfs_create_file("sa_members", 0444, sdev->debugfs, sdev,
 			    &softib_sa_mcg_fops);
+	debugfs_create_file("switch", 0444, sdev->debugfs, sdev,
+			    &softib_switch_dbg_fops);
 	debugfs_create_file("sa_path_peak", 0600, sdev->debugfs, sdev,
 			    &softib_sa_path_peak_fops);
 	debugfs_create_file("vnodes", 0444, sdev->debugfs, sdev,

@@ -16,6 +16,7 @@
  */
 #include <linux/sched.h>
 #include <net/checksum.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_pack.h>
 
 #include "softib.h"
@@ -408,14 +409,23 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	struct softib_qp *dqp;
 	u32 vnode;
 
-	/* the subnet administrator answers at (SM LID, QP1), the SM at QP0 */
+	/*
+	 * Subnet management from a port's QP0 to the permissive LID (a
+	 * directed route) or to the switch's LID goes to the switch at the
+	 * other end of the port's cable.
+	 */
+	if (pkt->src && pkt->src->ibqp.qp_type == IB_QPT_SMI &&
+	    (dlid == SOFTIB_LID_PERMISSIVE ||
+	     dlid == READ_ONCE(sdev->sw.ports[0].lid))) {
+		softib_switch_recv(pkt, pkt->sport->num);
+		return;
+	}
+
+	/* the subnet administrator answers at (SM LID, QP1) */
 	if (dlid == SOFTIB_SM_LID) {
 		if (wqe->remote_qpn == 1 && pkt->qkey == SOFTIB_QP1_QKEY &&
 		    pkt->sport)
 			softib_sa_recv(pkt);
-		else if (wqe->remote_qpn == 0 && pkt->src &&
-			 pkt->src->ibqp.qp_type == IB_QPT_SMI)
-			softib_sm_recv(pkt);
 		else if (pkt->sport)
 			softib_drop(pkt->sport, SOFTIB_DROP_NO_QP);
 		return;
@@ -472,6 +482,47 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	softib_deliver_ud(pkt, dqp);
 out_unlock:
 	rcu_read_unlock();
+}
+
+/*
+ * An SMP from the switch into the QP0 of the CA port at the other end
+ * of its cable (switch.c).
+ */
+void softib_deliver_smi(const struct softib_pkt *pkt,
+			struct softib_port *dport)
+{
+	struct softib_qp *dqp;
+
+	rcu_read_lock();
+	dqp = rcu_dereference(dport->special[0]);
+	if (dqp)
+		softib_deliver_ud(pkt, dqp);
+	else
+		softib_drop(dport, SOFTIB_DROP_NO_QP);
+	rcu_read_unlock();
+}
+
+/*
+ * A copy of a MAD-sized datagram, with room for the answer after it:
+ * what the SA and the switch, which answer in software, work on. NULL
+ * if the datagram is not one MAD or there is no memory (the requester
+ * times out and retries). kfree() it.
+ */
+struct ib_mad *softib_pkt_mad(const struct softib_pkt *pkt)
+{
+	const struct softib_swqe *wqe = pkt->wqe;
+	struct ib_mad *req;
+	struct ib_sge sge;
+
+	if (wqe->length != sizeof(*req))
+		return NULL;
+	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return NULL;
+	sge.addr = (uintptr_t)req;
+	sge.length = sizeof(*req);
+	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
+	return req;
 }
 
 /* A packet as QP "qp" sends it from its port; returns that port. */

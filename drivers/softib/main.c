@@ -196,12 +196,24 @@ void softib_port_set_state(struct softib_port *port,
  */
 void softib_port_phys(struct softib_port *port, u8 phys_state)
 {
+	struct softib_dev *sdev = port->sdev;
 	unsigned long flags;
 
+	/* a link whose switch port is disabled cannot train */
+	if (phys_state == IB_PORT_PHYS_STATE_LINK_UP &&
+	    !softib_switch_port_enabled(sdev, port->num))
+		phys_state = IB_PORT_PHYS_STATE_POLLING;
+
 	spin_lock_irqsave(&port->lock, flags);
+	if (port->phys_state == IB_PORT_PHYS_STATE_LINK_UP &&
+	    phys_state != IB_PORT_PHYS_STATE_LINK_UP)
+		atomic64_inc(&port->cnt.link_downed);
 	port->phys_state = phys_state;
 	spin_unlock_irqrestore(&port->lock, flags);
 
+	/* both ends of the cable: the switch port, then the CA port */
+	softib_switch_link(sdev, port->num,
+			   phys_state == IB_PORT_PHYS_STATE_LINK_UP);
 	softib_port_set_state(port, phys_state == IB_PORT_PHYS_STATE_LINK_UP ?
 			      IB_PORT_ACTIVE : IB_PORT_DOWN);
 }
@@ -327,10 +339,14 @@ static struct softib_dev *softib_create(u32 nports)
 	mutex_init(&sdev->bench_lock);
 	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
 	softib_sa_init(sdev);
+	ret = softib_switch_init(sdev);
+	if (ret)
+		goto err_sa_cleanup;
+	softib_switch_sm(sdev);
 	ret = softib_policy_set(sdev, softib_default_policy,
 				strlen(softib_default_policy));
 	if (ret)
-		goto err_sa_cleanup;
+		goto err_switch_cleanup;
 
 	/*
 	 * The send engine and completion notification run here, never in
@@ -340,7 +356,7 @@ static struct softib_dev *softib_create(u32 nports)
 	ret = -ENOMEM;
 	sdev->wq = alloc_workqueue("softib", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!sdev->wq)
-		goto err_sa_cleanup;
+		goto err_switch_cleanup;
 
 	sdev->pdev = platform_device_register_simple("softib", PLATFORM_DEVID_AUTO,
 						     NULL, 0);
@@ -372,6 +388,8 @@ err_unregister_pdev:
 	platform_device_unregister(sdev->pdev);
 err_destroy_wq:
 	destroy_workqueue(sdev->wq);
+err_switch_cleanup:
+	softib_switch_cleanup(sdev);
 err_sa_cleanup:
 	softib_sa_cleanup(sdev);
 	kfree(sdev->ports);
@@ -403,6 +421,7 @@ static void softib_destroy(struct softib_dev *sdev)
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);
 	destroy_workqueue(sdev->wq);
+	softib_switch_cleanup(sdev);
 	softib_sa_cleanup(sdev);
 	platform_device_unregister(sdev->pdev);
 	kfree(sdev->ports);

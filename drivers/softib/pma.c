@@ -34,6 +34,7 @@ enum {
 	PMA_XMIT_DISCARDS,
 	PMA_RCV_ERRORS,
 	PMA_RCV_CONSTRAINT,
+	PMA_LINK_DOWNED,
 	PMA_NUM,
 };
 
@@ -64,6 +65,8 @@ static u64 pma_raw(struct softib_port *port, int which)
 		return atomic64_read(&c->drops[SOFTIB_DROP_TOO_LONG]);
 	case PMA_RCV_CONSTRAINT:
 		return atomic64_read(&c->drops[SOFTIB_DROP_PKEY]);
+	case PMA_LINK_DOWNED:
+		return atomic64_read(&c->link_downed);
 	}
 	return 0;
 }
@@ -116,6 +119,7 @@ static const struct {
 	{ IB_PMA_SEL_PORT_RCV_PACKETS, PMA_RCV_PKTS },
 	{ IB_PMA_SEL_PORT_XMIT_DISCARDS, PMA_XMIT_DISCARDS },
 	{ IB_PMA_SEL_PORT_RCV_ERRORS, PMA_RCV_ERRORS },
+	{ IB_PMA_SEL_LINK_DOWNED, PMA_LINK_DOWNED },
 }, pma_selx[] = {
 	{ IB_PMA_SELX_PORT_XMIT_DATA, PMA_XMIT_DATA },
 	{ IB_PMA_SELX_PORT_RCV_DATA, PMA_RCV_DATA },
@@ -143,6 +147,7 @@ static void pma_port_counters(struct softib_port *port, u8 *data, bool set)
 	memset(pc, 0, sizeof(*pc));
 	pc->port_select = port_select;
 	pc->counter_select = sel;
+	pc->link_downed_counter = pma_u8(port, PMA_LINK_DOWNED);
 	pc->port_rcv_errors = pma_be16(port, PMA_RCV_ERRORS);
 	pc->port_xmit_discards = pma_be16(port, PMA_XMIT_DISCARDS);
 	pc->port_rcv_constraint_errors = pma_u8(port, PMA_RCV_CONSTRAINT);

@@ -701,19 +701,12 @@ void softib_sa_drop_delayed(struct softib_dev *sdev)
 void softib_sa_recv(const struct softib_pkt *pkt)
 {
 	struct softib_dev *sdev = pkt->sdev;
-	const struct softib_swqe *wqe = pkt->wqe;
 	struct ib_sa_mad *req, *resp;
-	struct ib_sge sge;
 
-	if (wqe->length != sizeof(*req))
-		return;
-	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
+	req = (struct ib_sa_mad *)softib_pkt_mad(pkt);
 	if (!req)
 		return;
 	resp = req + 1;
-	sge.addr = (uintptr_t)req;
-	sge.length = sizeof(*req);
-	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
 	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
 		softib_sm_send(sdev, pkt->sport, 1, pkt->pkey, resp);
@@ -721,48 +714,28 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 }
 
 /*
- * An SMP addressed to (SM LID, QP0): the built-in SM answers SMInfo Get
- * (sminfo, and an SM that polls for a master), as the SM of a managed
- * switch does. It runs on the fabric's switch: its GUID is the switch's.
- * Every other attribute and method gets "unsupported".
+ * SMInfo at the switch's port 0, where the built-in SM runs (switch.c):
+ * it answers Get as the master SM of a managed switch does (sminfo, and
+ * an SM that polls for a master). Returns the MAD status.
  */
-void softib_sm_recv(const struct softib_pkt *pkt)
+u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
+		   struct ib_smp *resp)
 {
-	const struct softib_swqe *wqe = pkt->wqe;
-	struct ib_smp *req, *resp;
-	struct ib_sge sge;
-	u8 *info;
+	u8 *info = resp->data;
 
-	if (wqe->length != sizeof(*req) || !pkt->sport)
-		return;
-	req = kzalloc(2 * sizeof(*req), GFP_KERNEL);
-	if (!req)
-		return;
-	resp = req + 1;
-	sge.addr = (uintptr_t)req;
-	sge.length = sizeof(*req);
-	softib_copy_sg(&sge, 1, 0, wqe->sge, wqe->num_sge, wqe->length);
-	if (req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED ||
-	    (req->method & IB_MGMT_METHOD_RESP) ||
-	    req->method == IB_MGMT_METHOD_TRAP_REPRESS)
-		goto out_free;
+	if (req->method != IB_MGMT_METHOD_GET)
+		return IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB;
+	/* GUID, SM_Key (0: not shown), ActCount, Priority|SMState */
+	put_unaligned_be64(SOFTIB_SWITCH_GUID, info);
+	put_unaligned_be32(atomic_inc_return(&sdev->sm_act_count), info + 16);
+	info[20] = SOFTIB_SM_PRIORITY << 4 | SOFTIB_SM_STATE_MASTER;
+	return 0;
+}
 
-	memcpy(resp, req, offsetof(struct ib_smp, data));
-	resp->method = IB_MGMT_METHOD_GET_RESP;
-	if (req->method != IB_MGMT_METHOD_GET ||
-	    req->attr_id != IB_SMP_ATTR_SM_INFO) {
-		resp->status = cpu_to_be16(IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
-	} else {
-		/* GUID, SM_Key (0: not shown), ActCount, Priority|SMState */
-		info = resp->data;
-		put_unaligned_be64(SOFTIB_SWITCH_GUID, info);
-		put_unaligned_be32(atomic_inc_return(&pkt->sdev->sm_act_count),
-				   info + 16);
-		info[20] = SOFTIB_SM_PRIORITY << 4 | SOFTIB_SM_STATE_MASTER;
-	}
-	softib_sm_send(pkt->sdev, pkt->sport, 0, 0xffff, resp);
-out_free:
-	kfree(req);
+/* An SMP from the switch's LID back to the requester's QP0, by LID. */
+void softib_sm_reply(const struct softib_pkt *req, struct ib_smp *resp)
+{
+	softib_sm_send(req->sdev, req->sport, 0, 0xffff, resp);
 }
 
 /*

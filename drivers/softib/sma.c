@@ -31,12 +31,6 @@
 
 #include "softib.h"
 
-/* MAD status of an SMP (IBTA 13.4.7): bits 2..4, "invalid field" codes */
-#define SMA_BAD_VERSION		IB_MGMT_MAD_STATUS_BAD_VERSION
-#define SMA_UNSUP_METHOD	IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD
-#define SMA_UNSUP_ATTR		IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB
-#define SMA_INVALID_FIELD	IB_MGMT_MAD_STATUS_INVALID_ATTRIB_VALUE
-
 /* PortInfo LinkWidth and LinkSpeed bit masks (IBTA 14.2.5.6) */
 #define SMA_WIDTH_1X		0x01
 #define SMA_WIDTH_4X		0x02
@@ -81,7 +75,7 @@ void softib_sma_init_port(struct softib_port *port)
  * without an answer. When the lease runs out, the protection is gone.
  * Returns true if the request may go on; *key_ok says if the key matched.
  */
-static bool sma_check_mkey(struct softib_port *port, const struct ib_smp *smp,
+bool softib_sma_check_mkey(struct softib_port *port, const struct ib_smp *smp,
 			   int mad_flags, bool *key_ok)
 {
 	bool ok;
@@ -116,29 +110,32 @@ static bool sma_check_mkey(struct softib_port *port, const struct ib_smp *smp,
 	return false;
 }
 
-static void sma_node_info(struct softib_dev *sdev, u32 port_num,
-			  struct ib_smp *out)
+/* NodeInfo of a CA or a switch, as seen from port "in_port" */
+void softib_sma_node_info(struct ib_smp *out, u8 node_type, u8 nports,
+			  u64 node_guid, u64 port_guid, u16 device_id,
+			  u32 in_port)
 {
 	struct ib_node_info *ni = (struct ib_node_info *)out->data;
 
 	ni->base_version = IB_MGMT_BASE_VERSION;
 	ni->class_version = 1;
-	ni->node_type = RDMA_NODE_IB_CA;
-	ni->num_ports = sdev->nports;
-	ni->sys_guid = cpu_to_be64(SOFTIB_NODE_GUID);
-	ni->node_guid = sdev->ibdev.node_guid;
-	ni->port_guid = softib_port_guid(port_num);
+	ni->node_type = node_type;
+	ni->num_ports = nports;
+	/* one node per system: the system image GUID is the node's */
+	ni->sys_guid = cpu_to_be64(node_guid);
+	ni->node_guid = cpu_to_be64(node_guid);
+	ni->port_guid = cpu_to_be64(port_guid);
 	ni->partition_cap = cpu_to_be16(SOFTIB_PKEY_TBL_LEN);
-	ni->device_id = cpu_to_be16(SOFTIB_DEVICE_ID);
+	ni->device_id = cpu_to_be16(device_id);
 	ni->revision = cpu_to_be32(SOFTIB_HW_REV);
-	ni->local_port_num = port_num;
+	ni->local_port_num = in_port;
 	ni->vendor_id[0] = (SOFTIB_VENDOR_ID >> 16) & 0xff;
 	ni->vendor_id[1] = (SOFTIB_VENDOR_ID >> 8) & 0xff;
 	ni->vendor_id[2] = SOFTIB_VENDOR_ID & 0xff;
 }
 
 /* PortInfo of "port" as seen from the port the SMP came in on. */
-static void sma_port_info(struct softib_port *port, u32 in_port, bool key_ok,
+void softib_sma_port_info(struct softib_port *port, u32 in_port, bool key_ok,
 			  struct ib_smp *out)
 {
 	struct ib_port_info *pi = (struct ib_port_info *)out->data;
@@ -188,15 +185,6 @@ static void sma_port_info(struct softib_port *port, u32 in_port, bool key_ok,
 	raw[SMA_PI_SPEED_EXT_EN] = port->speed_ext_enabled;
 }
 
-/* IB events a PortInfo or P_KeyTable Set raises, in the order raised */
-enum {
-	SMA_EV_LID		= BIT(0),
-	SMA_EV_SM		= BIT(1),
-	SMA_EV_GID		= BIT(2),
-	SMA_EV_REREG		= BIT(3),
-	SMA_EV_PKEY		= BIT(4),
-};
-
 static void sma_raise(struct softib_port *port, unsigned int events)
 {
 	if (events & SMA_EV_LID)
@@ -230,11 +218,13 @@ static int sma_enabled(u8 val, u8 all, u8 supported, u8 *field)
  * PortInfo Set (IBTA 14.2.5.6), fields in wire order. Every field is
  * checked before any is applied: a Set with one bad field changes
  * nothing and answers INVALID_FIELD with the port as it is.
+ * A switch's external ports have no LID, SM LID or M_Key of their own
+ * (!addressed): those fields are reserved there and ignored.
  * Returns the MAD status; *events gets what the caller raises.
  */
-static u16 sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
-			     unsigned int *events, enum ib_port_state *new_state,
-			     u8 *new_phys)
+u16 softib_sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
+			     bool addressed, unsigned int *events,
+			     enum ib_port_state *new_state, u8 *new_phys)
 {
 	const struct ib_port_info *pi = (const struct ib_port_info *)in->data;
 	const u8 *raw = in->data;
@@ -254,9 +244,9 @@ static u16 sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 	lockdep_assert_held(&port->lock);
 	*new_state = port->state;
 
-	if (lid == 0 || lid >= SOFTIB_MLID_BASE ||
-	    sm_lid == 0 || sm_lid >= SOFTIB_MLID_BASE)
-		return SMA_INVALID_FIELD;
+	if (addressed && (lid == 0 || lid >= SOFTIB_MLID_BASE ||
+			  sm_lid == 0 || sm_lid >= SOFTIB_MLID_BASE))
+		return SOFTIB_SMA_INVALID_FIELD;
 	if (sma_enabled(pi->link_width_enabled, 0xff,
 			SMA_WIDTH_1X | SMA_WIDTH_4X, &width) ||
 	    sma_enabled(pi->linkspeedactive_enabled & 0xf, 0xf,
@@ -265,19 +255,19 @@ static u16 sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 	    (ext_sm && sma_enabled(ext_en, 0x1f,
 				   SMA_SPEED_EXT_FDR | SMA_SPEED_EXT_EDR,
 				   &speed_ext)))
-		return SMA_INVALID_FIELD;
+		return SOFTIB_SMA_INVALID_FIELD;
 	/* PortPhysicalState: 0 keeps it, 2 Polling, 3 Disabled */
 	if (phys && phys != IB_PORT_PHYS_STATE_POLLING &&
 	    phys != IB_PORT_PHYS_STATE_DISABLED)
-		return SMA_INVALID_FIELD;
+		return SOFTIB_SMA_INVALID_FIELD;
 	/* LinkDownDefaultState: 0 keeps it, 1 Sleep, 2 Polling */
 	if (ldd > IB_PORT_PHYS_STATE_POLLING)
-		return SMA_INVALID_FIELD;
+		return SOFTIB_SMA_INVALID_FIELD;
 	if (nmtu && (nmtu < IB_MTU_256 || nmtu > SOFTIB_MTU))
-		return SMA_INVALID_FIELD;
+		return SOFTIB_SMA_INVALID_FIELD;
 	/* OperationalVLs: 0 keeps them; at most VLCap (VL0 only) */
 	if (op_vls > 1)
-		return SMA_INVALID_FIELD;
+		return SOFTIB_SMA_INVALID_FIELD;
 	/*
 	 * PortState: 0 keeps it, Down takes the link down (it trains
 	 * again unless disabled), Armed only from Init, Active only from
@@ -292,44 +282,49 @@ static u16 sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 	case IB_PORT_ARMED:
 		if (port->state != IB_PORT_INIT &&
 		    port->state != IB_PORT_ARMED)
-			return SMA_INVALID_FIELD;
+			return SOFTIB_SMA_INVALID_FIELD;
 		*new_state = IB_PORT_ARMED;
 		break;
 	case IB_PORT_ACTIVE:
 		if (port->state != IB_PORT_ARMED &&
 		    port->state != IB_PORT_ACTIVE)
-			return SMA_INVALID_FIELD;
+			return SOFTIB_SMA_INVALID_FIELD;
 		*new_state = IB_PORT_ACTIVE;
 		break;
 	default:
-		return SMA_INVALID_FIELD;
+		return SOFTIB_SMA_INVALID_FIELD;
 	}
 
 	/* all checked: apply */
-	port->mkey = be64_to_cpu(pi->mkey);
-	if (be64_to_cpu(pi->gid_prefix) != port->gid_prefix) {
-		port->gid_prefix = be64_to_cpu(pi->gid_prefix);
-		*events |= SMA_EV_GID;
+	if (addressed) {
+		port->mkey = be64_to_cpu(pi->mkey);
+		port->mkey_lease_period = be16_to_cpu(pi->mkey_lease_period);
+		port->mkeyprot = pi->mkeyprot_resv_lmc >> 6;
+		if (be64_to_cpu(pi->gid_prefix) != port->gid_prefix) {
+			port->gid_prefix = be64_to_cpu(pi->gid_prefix);
+			*events |= SMA_EV_GID;
+		}
+		if (lid != port->lid || lmc != port->lmc) {
+			WRITE_ONCE(port->lid, lid);
+			WRITE_ONCE(port->lmc, lmc);
+			*events |= SMA_EV_LID;
+		}
+		if (sm_lid != port->sm_lid ||
+		    (pi->neighbormtu_mastersmsl & 0xf) != port->sm_sl) {
+			port->sm_lid = sm_lid;
+			port->sm_sl = pi->neighbormtu_mastersmsl & 0xf;
+			*events |= SMA_EV_SM;
+		}
+		port->subnet_timeout = pi->clientrereg_resv_subnetto & 0x1f;
+		if (pi->clientrereg_resv_subnetto & 0x80)
+			*events |= SMA_EV_REREG;
 	}
-	if (lid != port->lid || lmc != port->lmc) {
-		port->lid = lid;
-		port->lmc = lmc;
-		*events |= SMA_EV_LID;
-	}
-	if (sm_lid != port->sm_lid ||
-	    (pi->neighbormtu_mastersmsl & 0xf) != port->sm_sl) {
-		port->sm_lid = sm_lid;
-		port->sm_sl = pi->neighbormtu_mastersmsl & 0xf;
-		*events |= SMA_EV_SM;
-	}
-	port->mkey_lease_period = be16_to_cpu(pi->mkey_lease_period);
 	port->width_enabled = width;
 	port->speed_enabled = speed;
 	port->speed_ext_enabled = speed_ext;
 	*new_phys = phys;
 	if (ldd)
 		port->link_down_default = ldd;
-	port->mkeyprot = pi->mkeyprot_resv_lmc >> 6;
 	if (nmtu)
 		port->neighbor_mtu = nmtu;
 	port->vl_high_limit = pi->vl_high_limit;
@@ -343,15 +338,12 @@ static u16 sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 		atomic64_set(&port->cnt.drops[SOFTIB_DROP_PKEY], 0);
 	if (!pi->qkey_violations)
 		atomic64_set(&port->cnt.drops[SOFTIB_DROP_QKEY], 0);
-	port->subnet_timeout = pi->clientrereg_resv_subnetto & 0x1f;
 	port->phy_overrun_thresh = pi->localphyerrors_overrunerrors;
-	if (pi->clientrereg_resv_subnetto & 0x80)
-		*events |= SMA_EV_REREG;
 	return 0;
 }
 
 /* SLtoVL: with VLCap 1, every SL goes to VL0, or to VL15 (dropped) */
-static bool sma_sl2vl_ok(const u8 *tbl)
+bool softib_sma_sl2vl_ok(const u8 *tbl)
 {
 	int i;
 
@@ -365,7 +357,7 @@ static bool sma_sl2vl_ok(const u8 *tbl)
 }
 
 /* P_KeyTable Set of block 0 (the whole table of a softib port). */
-static void sma_set_pkeys(struct softib_port *port, const struct ib_smp *in,
+void softib_sma_set_pkeys(struct softib_port *port, const struct ib_smp *in,
 			  unsigned int *events)
 {
 	const __be16 *p = (const __be16 *)in->data;
@@ -382,7 +374,7 @@ static void sma_set_pkeys(struct softib_port *port, const struct ib_smp *in,
 	}
 }
 
-static void sma_get_pkeys(struct softib_port *port, struct ib_smp *out)
+void softib_sma_get_pkeys(struct softib_port *port, struct ib_smp *out)
 {
 	__be16 *p = (__be16 *)out->data;
 	int i;
@@ -394,10 +386,9 @@ static void sma_get_pkeys(struct softib_port *port, struct ib_smp *out)
 
 /*
  * The subnet management class at one CA port. Returns the MAD status of
- * the answer, or U16_MAX when the request is dropped (M_Key violation)
+ * the answer, or SOFTIB_SMA_DROP when the request is dropped (M_Key violation)
  * and SOFTIB_SMA_PASS when it belongs to an agent (SMInfo to an SM).
  */
-#define SOFTIB_SMA_PASS	(U16_MAX - 1)
 static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 		       const struct ib_smp *in, struct ib_smp *out)
 {
@@ -413,27 +404,30 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 	u16 status = 0;
 
 	if (in->class_version != 1)
-		return SMA_BAD_VERSION;
+		return SOFTIB_SMA_BAD_VERSION;
 	if (in->method != IB_MGMT_METHOD_GET && !set)
-		return SMA_UNSUP_METHOD;
+		return SOFTIB_SMA_UNSUP_METHOD;
 
 	switch (in->attr_id) {
 	case IB_SMP_ATTR_NODE_DESC:
 		if (set)
-			return SMA_UNSUP_ATTR;
+			return SOFTIB_SMA_UNSUP_ATTR;
 		/* ib_core's copy: set_node_desc and modify_device write it */
 		memcpy(out->data, sdev->ibdev.node_desc, IB_DEVICE_NODE_DESC_MAX);
 		return 0;
 	case IB_SMP_ATTR_NODE_INFO:
 		if (set)
-			return SMA_UNSUP_ATTR;
-		sma_node_info(sdev, port_num, out);
+			return SOFTIB_SMA_UNSUP_ATTR;
+		softib_sma_node_info(out, RDMA_NODE_IB_CA, sdev->nports,
+				     SOFTIB_NODE_GUID,
+				     be64_to_cpu(softib_port_guid(port_num)),
+				     SOFTIB_DEVICE_ID, port_num);
 		return 0;
 	case IB_SMP_ATTR_SM_INFO:
 		/* the SM that holds this port's issm answers; none: refused */
 		if (READ_ONCE(port->cap_flags) & IB_PORT_SM)
 			return SOFTIB_SMA_PASS;
-		return SMA_UNSUP_ATTR;
+		return SOFTIB_SMA_UNSUP_ATTR;
 	case IB_SMP_ATTR_PORT_INFO:
 		/*
 		 * AttributeModifier: a port number (0: the receiving one);
@@ -441,23 +435,23 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 		 */
 		if ((mod & 0x7fffff00) || (mod & 0xff) > sdev->nports ||
 		    (set && (mod & 0xff) && (mod & 0xff) != port_num))
-			return SMA_INVALID_FIELD;
+			return SOFTIB_SMA_INVALID_FIELD;
 		if (mod & 0xff)
 			target = softib_port(sdev, mod & 0xff);
 		break;
 	case IB_SMP_ATTR_PKEY_TABLE:
 		/* one block of 32; a CA ignores the port bits (31..16) */
 		if ((mod & 0xffff) != 0)
-			return SMA_INVALID_FIELD;
+			return SOFTIB_SMA_INVALID_FIELD;
 		break;
 	case IB_SMP_ATTR_GUID_INFO:
 		/* one GUID per port: its own, which no SM may change */
 		if (set || mod)
-			return set ? SMA_UNSUP_ATTR : SMA_INVALID_FIELD;
+			return set ? SOFTIB_SMA_UNSUP_ATTR : SOFTIB_SMA_INVALID_FIELD;
 		break;
 	case IB_SMP_ATTR_SL_TO_VL_TABLE:
 		if (mod)
-			return SMA_INVALID_FIELD;
+			return SOFTIB_SMA_INVALID_FIELD;
 		break;
 	case IB_SMP_ATTR_VL_ARB_TABLE:
 		/*
@@ -465,40 +459,41 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 		 * 2 and 4 (entries 32..63) are beyond our capacity.
 		 */
 		if (((mod >> 16) != 1 && (mod >> 16) != 3) || (mod & 0xffff))
-			return SMA_INVALID_FIELD;
+			return SOFTIB_SMA_INVALID_FIELD;
 		break;
 	default:
-		return SMA_UNSUP_ATTR;
+		return SOFTIB_SMA_UNSUP_ATTR;
 	}
 
 	spin_lock_irqsave(&port->lock, flags);
-	if (!sma_check_mkey(port, in, mad_flags, &key_ok)) {
+	if (!softib_sma_check_mkey(port, in, mad_flags, &key_ok)) {
 		spin_unlock_irqrestore(&port->lock, flags);
-		return U16_MAX;
+		return SOFTIB_SMA_DROP;
 	}
 	old_state = port->state;
 	new_state = old_state;
 	switch (in->attr_id) {
 	case IB_SMP_ATTR_PORT_INFO:
 		if (set)
-			status = sma_set_port_info(port, in, &events,
-						   &new_state, &new_phys);
+			status = softib_sma_set_port_info(port, in, true,
+							  &events, &new_state,
+							  &new_phys);
 		if (target == port)
-			sma_port_info(port, port_num, key_ok, out);
+			softib_sma_port_info(port, port_num, key_ok, out);
 		break;
 	case IB_SMP_ATTR_PKEY_TABLE:
 		if (set)
-			sma_set_pkeys(port, in, &events);
-		sma_get_pkeys(port, out);
+			softib_sma_set_pkeys(port, in, &events);
+		softib_sma_get_pkeys(port, out);
 		break;
 	case IB_SMP_ATTR_GUID_INFO:
 		*(__be64 *)out->data = softib_port_guid(port_num);
 		break;
 	case IB_SMP_ATTR_SL_TO_VL_TABLE:
-		if (set && sma_sl2vl_ok(in->data))
+		if (set && softib_sma_sl2vl_ok(in->data))
 			memcpy(port->sl2vl, in->data, sizeof(port->sl2vl));
 		else if (set)
-			status = SMA_INVALID_FIELD;
+			status = SOFTIB_SMA_INVALID_FIELD;
 		memcpy(out->data, port->sl2vl, sizeof(port->sl2vl));
 		break;
 	case IB_SMP_ATTR_VL_ARB_TABLE:
@@ -514,7 +509,7 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 	/* another port's PortInfo (a Get), its M_Key never shown */
 	if (target != port) {
 		spin_lock_irqsave(&target->lock, flags);
-		sma_port_info(target, port_num, false, out);
+		softib_sma_port_info(target, port_num, false, out);
 		spin_unlock_irqrestore(&target->lock, flags);
 	}
 
@@ -559,7 +554,7 @@ void softib_link_work(struct work_struct *work)
  * and both paths for directed route. A PortInfo Set that fails answers
  * with the port as it is; other errors carry no data.
  */
-static int sma_reply(const struct ib_mad *in, struct ib_mad *out, u16 status)
+int softib_sma_reply(const struct ib_mad *in, struct ib_mad *out, u16 status)
 {
 	bool smp = in->mad_hdr.mgmt_class != IB_MGMT_CLASS_PERF_MGMT;
 	size_t hdr = smp ? offsetof(struct ib_smp, data) :
@@ -616,19 +611,19 @@ int softib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port_num,
 			return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_CONSUMED;
 		status = sma_process(sdev, port_num, mad_flags, smp,
 				     (struct ib_smp *)out);
-		if (status == U16_MAX) {
+		if (status == SOFTIB_SMA_DROP) {
 			atomic64_inc(&sdev->sma_dropped);
 			return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_CONSUMED;
 		}
 		if (status == SOFTIB_SMA_PASS)
 			return IB_MAD_RESULT_SUCCESS;
 		atomic64_inc(status ? &sdev->sma_errors : &sdev->sma_answered);
-		return sma_reply(in, out, status);
+		return softib_sma_reply(in, out, status);
 	case IB_MGMT_CLASS_PERF_MGMT:
 		status = softib_pma_process(sdev, port_num, in, out);
 		if (status == U16_MAX)
 			return IB_MAD_RESULT_SUCCESS;
-		return sma_reply(in, out, status);
+		return softib_sma_reply(in, out, status);
 	default:
 		return IB_MAD_RESULT_SUCCESS;
 	}

@@ -41,16 +41,21 @@
  */
 #define SOFTIB_VENDOR_ID	0xffffff
 #define SOFTIB_DEVICE_ID	0x0000
+#define SOFTIB_SW_DEVICE_ID	0x0001
+/* the switch's forwarding tables: every unicast LID, 16,384 MLIDs */
+#define SOFTIB_SW_LFT_CAP	0xc000
+#define SOFTIB_SW_MFT_CAP	0x4000
 #define SOFTIB_HW_REV		1
 /* PortInfo: VLArbitration entries per priority, RespTimeValue (2^18 x 4 us) */
 #define SOFTIB_VLARB_CAP	32
 #define SOFTIB_RESP_TIME	18
 
 /*
- * Addressing. LIDs are stable: port N of the device owns LID N. The subnet
- * manager lives at a LID no port owns; every port reports it as sm_lid.
- * GUIDs are EUI-64 with the locally administered bit set, derived from the
- * port number so that partitions.conf member lists stay valid across loads.
+ * Addressing. The built-in SM gives port N of the device LID N, and the
+ * switch (where it runs) the SM LID, which every port reports as sm_lid;
+ * an SM's PortInfo Set may change them (sma.c). GUIDs are EUI-64 with
+ * the locally administered bit set, derived from the port number so that
+ * partitions.conf member lists stay valid across loads.
  */
 #define SOFTIB_SM_LID		0x0100
 #define SOFTIB_NODE_GUID	0x02110bff00000000ULL
@@ -102,11 +107,13 @@ struct softib_counters {
 	/* of the packets above, those sent to or received from an MLID */
 	atomic64_t mcast_xmit_packets;
 	atomic64_t mcast_rcv_packets;
+	/* times the link went down from LinkUp (PMA LinkDownedCounter) */
+	atomic64_t link_downed;
 	atomic64_t drops[SOFTIB_DROP_MAX];
 };
 
 /* counters the PMA shows (pma.c), each cleared by a PMA Set on its own */
-#define SOFTIB_PMA_COUNTERS	9
+#define SOFTIB_PMA_COUNTERS	10
 
 struct softib_dev;
 struct seq_file;
@@ -170,6 +177,25 @@ enum softib_qp_ev {
 	SOFTIB_EV_MAX,
 };
 
+/*
+ * The fabric's switch (switch.c): ports 0..nports, port N cabled to
+ * softib0's port N. Its ports are softib_ports for their PortInfo and
+ * P_Key state (no QPs, no counters). lock protects the rest.
+ */
+struct softib_switch {
+	struct softib_dev *sdev;
+	spinlock_t lock;	/* the tables and SwitchInfo fields below */
+	u8 *lft;		/* LID -> port; 0xff: nowhere */
+	u32 *mft;		/* MLID - 0xc000 -> mask of ports 0..31 */
+	u16 lft_top, mft_top;
+	u8 def_port, def_mc_pri, def_mc_not;
+	u8 life_psc;		/* LifeTimeValue, PortStateChange */
+	u8 sl2vl[8];
+	char node_desc[IB_DEVICE_NODE_DESC_MAX];
+	atomic64_t sma_answered, sma_dropped, dr_forwarded, dr_discards;
+	struct softib_port ports[SOFTIB_MAX_PORTS + 1];
+};
+
 struct softib_dev {
 	struct ib_device ibdev;
 	struct platform_device *pdev;
@@ -227,6 +253,7 @@ struct softib_dev {
 	struct mutex bench_lock;	/* one bench run at a time */
 	char bench_result[160];		/* the last one's (bench.c) */
 	struct delayed_work sweep;
+	struct softib_switch sw;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
 	atomic_t n_pd, n_ah, n_cq, n_qp, n_mr, n_srq;
@@ -504,12 +531,55 @@ void softib_port_event(struct softib_port *port, enum ib_event_type type);
 void softib_port_phys(struct softib_port *port, u8 phys_state);
 
 /* sma.c */
+/* MAD status of an SMP (IBTA 13.4.7): bits 2..4, "invalid field" codes */
+#define SOFTIB_SMA_BAD_VERSION		IB_MGMT_MAD_STATUS_BAD_VERSION
+#define SOFTIB_SMA_UNSUP_METHOD		IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD
+#define SOFTIB_SMA_UNSUP_ATTR		IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB
+#define SOFTIB_SMA_INVALID_FIELD	IB_MGMT_MAD_STATUS_INVALID_ATTRIB_VALUE
+/* not a status: dropped unanswered, or handed on to the agents */
+#define SOFTIB_SMA_DROP			U16_MAX
+#define SOFTIB_SMA_PASS			(U16_MAX - 1)
+
+/* IB events a PortInfo or P_KeyTable Set raises, in the order raised */
+enum {
+	SMA_EV_LID		= BIT(0),
+	SMA_EV_SM		= BIT(1),
+	SMA_EV_GID		= BIT(2),
+	SMA_EV_REREG		= BIT(3),
+	SMA_EV_PKEY		= BIT(4),
+};
+
+struct ib_smp;
 void softib_sma_init_port(struct softib_port *port);
+void softib_sma_node_info(struct ib_smp *out, u8 node_type, u8 nports,
+			  u64 node_guid, u64 port_guid, u16 device_id,
+			  u32 in_port);
+bool softib_sma_check_mkey(struct softib_port *port, const struct ib_smp *smp,
+			   int mad_flags, bool *key_ok);
+void softib_sma_port_info(struct softib_port *port, u32 in_port, bool key_ok,
+			  struct ib_smp *out);
+u16 softib_sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
+			     bool addressed, unsigned int *events,
+			     enum ib_port_state *new_state, u8 *new_phys);
+bool softib_sma_sl2vl_ok(const u8 *tbl);
+void softib_sma_set_pkeys(struct softib_port *port, const struct ib_smp *in,
+			  unsigned int *events);
+void softib_sma_get_pkeys(struct softib_port *port, struct ib_smp *out);
+int softib_sma_reply(const struct ib_mad *in, struct ib_mad *out, u16 status);
 int softib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port_num,
 		       const struct ib_wc *in_wc, const struct ib_grh *in_grh,
 		       const struct ib_mad *in, struct ib_mad *out,
 		       size_t *out_mad_size, u16 *out_mad_pkey_index);
 void softib_link_work(struct work_struct *work);
+
+/* switch.c */
+int softib_switch_init(struct softib_dev *sdev);
+void softib_switch_cleanup(struct softib_dev *sdev);
+void softib_switch_sm(struct softib_dev *sdev);
+void softib_switch_link(struct softib_dev *sdev, u32 num, bool up);
+bool softib_switch_port_enabled(struct softib_dev *sdev, u32 num);
+void softib_switch_recv(const struct softib_pkt *pkt, u32 in);
+int softib_switch_show(struct seq_file *m, struct softib_dev *sdev);
 
 /* pma.c */
 u16 softib_pma_process(struct softib_dev *sdev, u32 port_num,
@@ -573,6 +643,9 @@ void softib_qp_err_work(struct work_struct *work);
 void softib_av_from_attr(struct softib_av *av, const struct rdma_ah_attr *attr);
 void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
+void softib_deliver_smi(const struct softib_pkt *pkt,
+			struct softib_port *dport);
+struct ib_mad *softib_pkt_mad(const struct softib_pkt *pkt);
 void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 		    const struct ib_sge *src, u32 nsrc, u32 len);
 __wsum softib_copy_sg_csum(const struct ib_sge *dst, u32 ndst, u32 off,
@@ -619,7 +692,9 @@ void softib_sa_cleanup(struct softib_dev *sdev);
 void softib_sa_reset_peak(struct softib_dev *sdev);
 void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
-void softib_sm_recv(const struct softib_pkt *pkt);
+u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
+		   struct ib_smp *resp);
+void softib_sm_reply(const struct softib_pkt *req, struct ib_smp *resp);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 				       const union ib_gid *gid);
 int softib_port_find_pkey(struct softib_port *port, u16 pkey);

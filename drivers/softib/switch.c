@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * softib: the fabric's switch, as subnet management sees it.
+ *
+ * Every port of softib0 is cabled to the port of the same number of one
+ * switch node (NodeType 2, its own GUID). Port 0 is the switch's
+ * management port: it has the switch's LID, and the built-in SM runs
+ * there (a managed switch's SM), so the SM LID is the switch's LID.
+ *
+ * The switch is not an ib_device: its subnet management agent lives
+ * here, and so does the directed-route forwarding that a switch does in
+ * hardware (IBTA 14.2.2, C14-9 on the way out, C14-13 on the way back).
+ * A directed-route SMP that a CA port sends (DLID permissive) arrives
+ * at the switch port it is cabled to; the switch answers it when the
+ * path ends here, or passes it out of the next port of the path into the
+ * CA port there, from the permissive LID. ib_mad at that CA port checks
+ * the hop pointer again, asks the port's SMA (sma.c) and sends the answer
+ * back the same way. LID-routed SMPs to the switch's LID are answered
+ * here too.
+ *
+ * The switch keeps what an SM programs: SwitchInfo, the linear and
+ * multicast forwarding tables, PortInfo and P_Key tables of its ports.
+ * The built-in SM programs them as it programs the CA ports: the switch
+ * at the SM LID, port N's LID behind switch port N.
+ *
+ * Context: the sending QP's send engine (process context); the switch's
+ * lock is a spinlock, never held while a packet is delivered.
+ *
+ * Copyright (C) 2026 The ipoib-ng authors
+ */
+#include <linux/slab.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_smi.h>
+
+#include "softib.h"
+
+/* SwitchInfo (IBTA 14.2.5.4) byte offsets */
+#define SI_LFT_CAP	0
+#define SI_RFT_CAP	2
+#define SI_MFT_CAP	4
+#define SI_LFT_TOP	6
+#define SI_DEF_PORT	8
+#define SI_DEF_MC_PRI	9
+#define SI_DEF_MC_NOT	10
+#define SI_LIFE_PSC	11	/* LifeTimeValue(5) PortStateChange(1) OSL2VL(2) */
+#define SI_LIDS_PER	12
+#define SI_PE_CAP	14
+#define SI_FLAGS	16	/* Inb Outb FilterRawInb FilterRawOutb EnhP0 */
+#define SI_MFT_TOP	18
+
+#define SW_PSC		0x04	/* PortStateChange, in SI_LIFE_PSC */
+#define SW_LFT_BLOCK	64	/* LIDs per LinearForwardingTable block */
+#define SW_MFT_BLOCK	32	/* MLIDs per MulticastForwardingTable block */
+#define SW_PORT_NONE	0xff	/* an LFT entry that forwards nowhere */
+
+static u32 sw_nports(const struct softib_switch *sw)
+{
+	return sw->sdev->nports;
+}
+
+/* Power-up state; the built-in SM's programming is softib_switch_sm(). */
+int softib_switch_init(struct softib_dev *sdev)
+{
+	struct softib_switch *sw = &sdev->sw;
+	u32 i;
+
+	sw->sdev = sdev;
+	spin_lock_init(&sw->lock);
+	sw->lft = kvmalloc(SOFTIB_SW_LFT_CAP, GFP_KERNEL);
+	sw->mft = kvcalloc(SOFTIB_SW_MFT_CAP, sizeof(*sw->mft), GFP_KERNEL);
+	if (!sw->lft || !sw->mft) {
+		kvfree(sw->lft);
+		kvfree(sw->mft);
+		return -ENOMEM;
+	}
+	memset(sw->lft, SW_PORT_NONE, SOFTIB_SW_LFT_CAP);
+	sw->life_psc = 18 << 3;		/* LifeTimeValue as OpenSM sets it */
+	strscpy(sw->node_desc, "softib switch", sizeof(sw->node_desc));
+	for (i = 0; i <= sdev->nports; i++) {
+		struct softib_port *p = &sw->ports[i];
+
+		p->sdev = sdev;
+		p->num = i;
+		spin_lock_init(&p->lock);
+		softib_sma_init_port(p);
+		/* base port 0 is always up; the others follow their cable */
+		p->state = i ? IB_PORT_DOWN : IB_PORT_ACTIVE;
+		p->phys_state = i ? IB_PORT_PHYS_STATE_POLLING :
+				    IB_PORT_PHYS_STATE_LINK_UP;
+		p->pkeys[0] = 0xffff;
+		/* only port 0 is a port in the SM's sense (IsSM, traps) */
+		if (i)
+			p->cap_flags = 0;
+	}
+	return 0;
+}
+
+void softib_switch_cleanup(struct softib_dev *sdev)
+{
+	kvfree(sdev->sw.lft);
+	kvfree(sdev->sw.mft);
+}
+
+/*
+ * The built-in SM programs the switch as a real SM would: LID and SM LID
+ * of port 0, port N's LID (N) out of port N, its own LID to port 0, the
+ * ports it sees up made Active.
+ */
+void softib_switch_sm(struct softib_dev *sdev)
+{
+	struct softib_switch *sw = &sdev->sw;
+	struct softib_port *p0 = &sw->ports[0];
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&sw->lock, flags);
+	p0->lid = SOFTIB_SM_LID;
+	p0->sm_lid = SOFTIB_SM_LID;
+	p0->cap_flags |= IB_PORT_SM;
+	sw->lft[SOFTIB_SM_LID] = 0;
+	for (i = 1; i <= sdev->nports; i++)
+		sw->lft[i] = i;
+	sw->lft_top = SOFTIB_SM_LID;
+	spin_unlock_irqrestore(&sw->lock, flags);
+}
+
+/*
+ * The cable of switch port "num" (softib0's port "num") trained or went
+ * down. Under the built-in SM a trained link is Active at once.
+ */
+void softib_switch_link(struct softib_dev *sdev, u32 num, bool up)
+{
+	struct softib_switch *sw = &sdev->sw;
+	struct softib_port *p = &sw->ports[num];
+	unsigned long flags;
+	bool was_down;
+
+	spin_lock_irqsave(&p->lock, flags);
+	if (p->phys_state != IB_PORT_PHYS_STATE_DISABLED)
+		p->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+				     IB_PORT_PHYS_STATE_POLLING;
+	was_down = p->state == IB_PORT_DOWN;
+	if (up == was_down)
+		p->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	spin_unlock_irqrestore(&p->lock, flags);
+
+	if (up == was_down) {
+		/* a port changed state: the SM polls this bit */
+		spin_lock_irqsave(&sw->lock, flags);
+		sw->life_psc |= SW_PSC;
+		spin_unlock_irqrestore(&sw->lock, flags);
+	}
+}
+
+/* May the cable of switch port "num" train (not disabled at the switch)? */
+bool softib_switch_port_enabled(struct softib_dev *sdev, u32 num)
+{
+	return READ_ONCE(sdev->sw.ports[num].phys_state) !=
+	       IB_PORT_PHYS_STATE_DISABLED;
+}
+
+static void sw_node_info(struct softib_switch *sw, u32 in_port,
+			 struct ib_smp *out)
+{
+	/* a switch has one port GUID, port 0's */
+	softib_sma_node_info(out, RDMA_NODE_IB_SWITCH, sw_nports(sw),
+			     SOFTIB_SWITCH_GUID, SOFTIB_SWITCH_GUID,
+			     SOFTIB_SW_DEVICE_ID, in_port);
+}
+
+static void sw_switch_info(struct softib_switch *sw, const struct ib_smp *in,
+			   struct ib_smp *out)
+{
+	u8 *d = out->data;
+
+	lockdep_assert_held(&sw->lock);
+	if (in->method == IB_MGMT_METHOD_SET) {
+		const u8 *r = in->data;
+
+		sw->lft_top = min_t(u16, get_unaligned_be16(r + SI_LFT_TOP),
+				    SOFTIB_SW_LFT_CAP - 1);
+		sw->def_port = r[SI_DEF_PORT];
+		sw->def_mc_pri = r[SI_DEF_MC_PRI];
+		sw->def_mc_not = r[SI_DEF_MC_NOT];
+		/* PortStateChange: writing 1 clears it */
+		sw->life_psc = (r[SI_LIFE_PSC] & ~SW_PSC) |
+			       (sw->life_psc & SW_PSC &
+				~(r[SI_LIFE_PSC] & SW_PSC));
+		sw->mft_top = get_unaligned_be16(r + SI_MFT_TOP);
+	}
+	put_unaligned_be16(SOFTIB_SW_LFT_CAP, d + SI_LFT_CAP);
+	put_unaligned_be16(0, d + SI_RFT_CAP);
+	put_unaligned_be16(SOFTIB_SW_MFT_CAP, d + SI_MFT_CAP);
+	put_unaligned_be16(sw->lft_top, d + SI_LFT_TOP);
+	d[SI_DEF_PORT] = sw->def_port;
+	d[SI_DEF_MC_PRI] = sw->def_mc_pri;
+	d[SI_DEF_MC_NOT] = sw->def_mc_not;
+	d[SI_LIFE_PSC] = sw->life_psc;
+	put_unaligned_be16(1, d + SI_LIDS_PER);
+	put_unaligned_be16(SOFTIB_PKEY_TBL_LEN, d + SI_PE_CAP);
+	/* inbound and outbound partition enforcement, no raw filtering */
+	d[SI_FLAGS] = 0xc0;
+	put_unaligned_be16(sw->mft_top, d + SI_MFT_TOP);
+}
+
+static u16 sw_lft(struct softib_switch *sw, const struct ib_smp *in,
+		  struct ib_smp *out)
+{
+	u32 block = be32_to_cpu(in->attr_mod);
+
+	lockdep_assert_held(&sw->lock);
+	if (block >= SOFTIB_SW_LFT_CAP / SW_LFT_BLOCK)
+		return SOFTIB_SMA_INVALID_FIELD;
+	if (in->method == IB_MGMT_METHOD_SET)
+		memcpy(sw->lft + block * SW_LFT_BLOCK, in->data, SW_LFT_BLOCK);
+	memcpy(out->data, sw->lft + block * SW_LFT_BLOCK, SW_LFT_BLOCK);
+	return 0;
+}
+
+/*
+ * MulticastForwardingTable: AttributeModifier bits 0..8 the block of 32
+ * MLIDs, bits 28..31 the position (which 16 ports the masks cover).
+ */
+static u16 sw_mft(struct softib_switch *sw, const struct ib_smp *in,
+		  struct ib_smp *out)
+{
+	u32 mod = be32_to_cpu(in->attr_mod);
+	u32 block = mod & 0x1ff, pos = mod >> 28;
+	const __be16 *src = (const __be16 *)in->data;
+	__be16 *dst = (__be16 *)out->data;
+	u32 i, idx;
+
+	lockdep_assert_held(&sw->lock);
+	if ((mod & 0x0ffffe00) || pos > sw_nports(sw) / 16 ||
+	    block >= SOFTIB_SW_MFT_CAP / SW_MFT_BLOCK)
+		return SOFTIB_SMA_INVALID_FIELD;
+	for (i = 0; i < SW_MFT_BLOCK; i++) {
+		idx = block * SW_MFT_BLOCK + i;
+		if (in->method == IB_MGMT_METHOD_SET) {
+			sw->mft[idx] &= ~(0xffffU << (pos * 16));
+			sw->mft[idx] |= (u32)be16_to_cpu(src[i]) << (pos * 16);
+		}
+		dst[i] = cpu_to_be16(sw->mft[idx] >> (pos * 16));
+	}
+	return 0;
+}
+
+/*
+ * PortInfo of a switch port: any port 0..N (AttributeModifier), Get and
+ * Set. Disabling or enabling an external port takes the cable, and so
+ * the CA port at its other end, down or lets it train again.
+ */
+static u16 sw_port_info(struct softib_switch *sw, u32 in_port, bool key_ok,
+			const struct ib_smp *in, struct ib_smp *out)
+{
+	u32 num = be32_to_cpu(in->attr_mod) & 0xff;
+	struct softib_port *p;
+	enum ib_port_state old_state, new_state;
+	unsigned int events = 0;
+	unsigned long flags;
+	u8 new_phys = 0;
+	u16 status = 0;
+
+	if ((be32_to_cpu(in->attr_mod) & 0x7fffff00) || num > sw_nports(sw))
+		return SOFTIB_SMA_INVALID_FIELD;
+	p = &sw->ports[num];
+	spin_lock_irqsave(&p->lock, flags);
+	old_state = p->state;
+	new_state = old_state;
+	if (in->method == IB_MGMT_METHOD_SET) {
+		status = softib_sma_set_port_info(p, in, !num, &events,
+						  &new_state, &new_phys);
+		/* base port 0 is always Active; external ports as set */
+		if (!status && num && new_state != IB_PORT_DOWN)
+			p->state = new_state;
+	}
+	softib_sma_port_info(p, in_port, key_ok || num, out);
+	spin_unlock_irqrestore(&p->lock, flags);
+
+	if (status || !num)
+		return status;
+	if (new_phys == IB_PORT_PHYS_STATE_DISABLED) {
+		WRITE_ONCE(p->phys_state, IB_PORT_PHYS_STATE_DISABLED);
+		softib_port_phys(softib_port(sw->sdev, num),
+				 IB_PORT_PHYS_STATE_POLLING);
+	} else if ((new_phys == IB_PORT_PHYS_STATE_POLLING &&
+		    READ_ONCE(p->phys_state) == IB_PORT_PHYS_STATE_DISABLED) ||
+		   (new_state == IB_PORT_DOWN && old_state != IB_PORT_DOWN)) {
+		/* enabled again, or set Down: the link trains again */
+		WRITE_ONCE(p->phys_state, IB_PORT_PHYS_STATE_POLLING);
+		softib_port_phys(softib_port(sw->sdev, num),
+				 IB_PORT_PHYS_STATE_POLLING);
+		queue_delayed_work(sw->sdev->wq,
+				   &softib_port(sw->sdev, num)->link_work,
+				   msecs_to_jiffies(10));
+	}
+	return 0;
+}
+
+/*
+ * The switch's SMA. Returns the MAD status of the answer in "out",
+ * SOFTIB_SMA_DROP for an M_Key violation, SOFTIB_SMA_PASS for SMInfo
+ * when no SM runs on the switch.
+ */
+static u16 sw_sma(struct softib_switch *sw, u32 in_port,
+		  const struct ib_smp *in, struct ib_smp *out)
+{
+	struct softib_port *p0 = &sw->ports[0];
+	bool set = in->method == IB_MGMT_METHOD_SET;
+	u32 mod = be32_to_cpu(in->attr_mod);
+	unsigned int events = 0;
+	unsigned long flags;
+	bool key_ok, ok;
+	u16 status = 0;
+	u32 port;
+
+	if (in->class_version != 1)
+		return SOFTIB_SMA_BAD_VERSION;
+	if (in->method != IB_MGMT_METHOD_GET && !set)
+		return SOFTIB_SMA_UNSUP_METHOD;
+
+	/* the switch has one M_Key, port 0's */
+	spin_lock_irqsave(&p0->lock, flags);
+	ok = softib_sma_check_mkey(p0, in, 0, &key_ok);
+	spin_unlock_irqrestore(&p0->lock, flags);
+	if (!ok)
+		return SOFTIB_SMA_DROP;
+
+	switch (in->attr_id) {
+	case IB_SMP_ATTR_NODE_DESC:
+		if (set)
+			return SOFTIB_SMA_UNSUP_ATTR;
+		memcpy(out->data, sw->node_desc, sizeof(sw->node_desc));
+		return 0;
+	case IB_SMP_ATTR_NODE_INFO:
+		if (set)
+			return SOFTIB_SMA_UNSUP_ATTR;
+		sw_node_info(sw, in_port, out);
+		return 0;
+	case IB_SMP_ATTR_PORT_INFO:
+		return sw_port_info(sw, in_port, key_ok, in, out);
+	case IB_SMP_ATTR_SM_INFO:
+		/* the built-in SM on port 0 answers; else nobody does */
+		if (READ_ONCE(p0->cap_flags) & IB_PORT_SM)
+			return SOFTIB_SMA_PASS;
+		return SOFTIB_SMA_UNSUP_ATTR;
+	case IB_SMP_ATTR_PKEY_TABLE:
+		/* AttributeModifier: port << 16 | block (one block a port) */
+		port = mod >> 16;
+		if ((mod & 0xffff) || port > sw_nports(sw))
+			return SOFTIB_SMA_INVALID_FIELD;
+		spin_lock_irqsave(&sw->ports[port].lock, flags);
+		if (set)
+			softib_sma_set_pkeys(&sw->ports[port], in, &events);
+		softib_sma_get_pkeys(&sw->ports[port], out);
+		spin_unlock_irqrestore(&sw->ports[port].lock, flags);
+		return 0;
+	case IB_SMP_ATTR_SL_TO_VL_TABLE:
+		/* input port << 8 | output port; VL0 only, one table */
+		if ((mod & ~0xffffU) || ((mod >> 8) & 0xff) > sw_nports(sw) ||
+		    (mod & 0xff) > sw_nports(sw))
+			return SOFTIB_SMA_INVALID_FIELD;
+		spin_lock_irqsave(&sw->lock, flags);
+		if (set && softib_sma_sl2vl_ok(in->data))
+			memcpy(sw->sl2vl, in->data, sizeof(sw->sl2vl));
+		else if (set)
+			status = SOFTIB_SMA_INVALID_FIELD;
+		memcpy(out->data, sw->sl2vl, sizeof(sw->sl2vl));
+		spin_unlock_irqrestore(&sw->lock, flags);
+		return status;
+	case IB_SMP_ATTR_VL_ARB_TABLE:
+		/* block << 16 | port; blocks 1 and 3, as at a CA */
+		port = mod & 0xff;
+		if (((mod >> 16) != 1 && (mod >> 16) != 3) ||
+		    (mod & 0xff00) || port > sw_nports(sw))
+			return SOFTIB_SMA_INVALID_FIELD;
+		spin_lock_irqsave(&sw->ports[port].lock, flags);
+		if (set)
+			memcpy(sw->ports[port].vlarb[(mod >> 16) == 3],
+			       in->data, SOFTIB_VLARB_CAP * 2);
+		memcpy(out->data, sw->ports[port].vlarb[(mod >> 16) == 3],
+		       SOFTIB_VLARB_CAP * 2);
+		spin_unlock_irqrestore(&sw->ports[port].lock, flags);
+		return 0;
+	case IB_SMP_ATTR_SWITCH_INFO:
+		spin_lock_irqsave(&sw->lock, flags);
+		sw_switch_info(sw, in, out);
+		spin_unlock_irqrestore(&sw->lock, flags);
+		return 0;
+	case IB_SMP_ATTR_LINEAR_FORWARD_TABLE:
+		spin_lock_irqsave(&sw->lock, flags);
+		status = sw_lft(sw, in, out);
+		spin_unlock_irqrestore(&sw->lock, flags);
+		return status;
+	case IB_SMP_ATTR_MCAST_FORWARD_TABLE:
+		spin_lock_irqsave(&sw->lock, flags);
+		status = sw_mft(sw, in, out);
+		spin_unlock_irqrestore(&sw->lock, flags);
+		return status;
+	default:
+		return SOFTIB_SMA_UNSUP_ATTR;
+	}
+}
+
+/* Put an SMP into the QP0 of CA port "num", from the permissive LID. */
+static void sw_xmit(struct softib_switch *sw, u32 num, u16 slid,
+		    const struct ib_smp *smp)
+{
+	struct {
+		struct softib_swqe wqe;
+		struct ib_sge sge;
+	} out = {};
+	struct softib_pkt pkt = {
+		.sdev = sw->sdev,
+		.src_qpn = 0,
+		.slid = slid,
+		.pkey = 0xffff,
+		.wqe = &out.wqe,
+	};
+
+	out.wqe.opcode = IB_WR_SEND;
+	out.wqe.length = sizeof(*smp);
+	out.wqe.num_sge = 1;
+	out.wqe.av.dlid = SOFTIB_LID_PERMISSIVE;
+	out.sge.addr = (uintptr_t)smp;
+	out.sge.length = sizeof(*smp);
+	softib_deliver_smi(&pkt, softib_port(sw->sdev, num));
+}
+
+/*
+ * A directed-route SMP came in on switch port "in" (IBTA 14.2.2.2).
+ * Going out (D = 0), the switch records the port it came in on in the
+ * return path and moves the hop pointer on: either the path ends here
+ * (hop pointer == hop count: ours to answer) or it goes on out of the
+ * next port of the initial path. Coming back (D = 1), it goes out of the
+ * port the return path names. Anything else is discarded.
+ * Returns true if the SMP is for the switch's SMA.
+ */
+static bool sw_dr_forward(struct softib_switch *sw, u32 in, struct ib_smp *smp)
+{
+	u32 out;
+
+	if (smp->hop_cnt >= IB_SMP_MAX_PATH_HOPS)
+		return false;
+	if (!ib_get_smp_direction(smp)) {
+		if (!smp->hop_ptr || smp->hop_ptr > smp->hop_cnt)
+			return false;
+		smp->return_path[smp->hop_ptr] = in;
+		if (smp->hop_ptr == smp->hop_cnt) {
+			smp->hop_ptr++;
+			return smp->dr_dlid == IB_LID_PERMISSIVE;
+		}
+		smp->hop_ptr++;
+		out = smp->initial_path[smp->hop_ptr];
+	} else {
+		/* C14-13:2: on the way back through an intermediate hop */
+		if (smp->hop_ptr < 2 || smp->hop_ptr > smp->hop_cnt)
+			return false;
+		smp->hop_ptr--;
+		out = smp->return_path[smp->hop_ptr];
+	}
+	if (out < 1 || out > sw_nports(sw)) {
+		atomic64_inc(&sw->dr_discards);
+		return false;
+	}
+	sw_xmit(sw, out, SOFTIB_LID_PERMISSIVE, smp);
+	atomic64_inc(&sw->dr_forwarded);
+	return false;
+}
+
+/*
+ * A subnet management datagram that reaches the switch: from CA port
+ * "in", either directed route (DLID permissive) or LID-routed to the
+ * switch's LID. Runs in the sender's send engine.
+ */
+void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
+{
+	struct softib_switch *sw = &pkt->sdev->sw;
+	struct ib_smp *req, *resp;
+	bool dr;
+	u16 status;
+
+	if (pkt->wqe->remote_qpn != 0)
+		return;
+	req = (struct ib_smp *)softib_pkt_mad(pkt);
+	if (!req)
+		return;
+	resp = req + 1;
+
+	dr = req->mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
+	if (req->base_version != IB_MGMT_BASE_VERSION ||
+	    (!dr && req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED))
+		goto out_free;
+	if (dr && !sw_dr_forward(sw, in, req))
+		goto out_free;
+	/* answers and traps to the switch: it has no SM agent to give them */
+	if (req->method & IB_MGMT_METHOD_RESP ||
+	    req->method == IB_MGMT_METHOD_TRAP ||
+	    req->method == IB_MGMT_METHOD_TRAP_REPRESS)
+		goto out_free;
+
+	status = sw_sma(sw, in, req, resp);
+	if (status == SOFTIB_SMA_DROP) {
+		atomic64_inc(&sw->sma_dropped);
+		goto out_free;
+	}
+	if (status == SOFTIB_SMA_PASS)
+		/* SMInfo to port 0, where the built-in SM runs */
+		status = softib_sm_info(pkt->sdev, req, resp);
+	atomic64_inc(&sw->sma_answered);
+	softib_sma_reply((struct ib_mad *)req, (struct ib_mad *)resp, status);
+
+	if (!dr) {
+		/* LID-routed: back to the requester's LID */
+		softib_sm_reply(pkt, resp);
+		goto out_free;
+	}
+	/* C14-13:1: the way back starts at the port the SMP came in on */
+	resp->hop_ptr--;
+	if (resp->return_path[resp->hop_ptr] != in || !resp->hop_ptr)
+		goto out_free;
+	sw_xmit(sw, in, SOFTIB_LID_PERMISSIVE, resp);
+out_free:
+	kfree(req);
+}
+
+int softib_switch_show(struct seq_file *m, struct softib_dev *sdev)
+{
+	struct softib_switch *sw = &sdev->sw;
+	u32 i;
+
+	seq_printf(m, "guid 0x%016llx\nlid 0x%x\nlft_top 0x%x\nmft_top 0x%x\n",
+		   SOFTIB_SWITCH_GUID, READ_ONCE(sw->ports[0].lid),
+		   READ_ONCE(sw->lft_top), READ_ONCE(sw->mft_top));
+	seq_printf(m, "sma_answered %lld\nsma_dropped %lld\ndr_forwarded %lld\ndr_discards %lld\n",
+		   atomic64_read(&sw->sma_answered),
+		   atomic64_read(&sw->sma_dropped),
+		   atomic64_read(&sw->dr_forwarded),
+		   atomic64_read(&sw->dr_discards));
+	for (i = 0; i <= sdev->nports; i++)
+		seq_printf(m, "port %u state %u phys %u\n", i,
+			   READ_ONCE(sw->ports[i].state),
+			   READ_ONCE(sw->ports[i].phys_state));
+	return 0;
+}
