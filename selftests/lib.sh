@@ -476,6 +476,12 @@ stat_cmp() {
 	[[ -n $v ]] && [ "$v" "$3" "$4" ]
 }
 
+# smp_field OUTPUT NAME: the value of a "Name:....value" line, as
+# smpquery and perfquery print their fields
+smp_field() {
+	sed -n "s/^$2:\.*//p" <<<"$1" | head -n 1
+}
+
 # softib_stat NAME: one value of softib's device stats
 softib_stat() {
 	stat_of "$SOFTIB_DBG/stats" "$1"

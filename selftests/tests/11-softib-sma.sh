@@ -25,16 +25,11 @@ modprobe ib_umad
 ipoib_fabric_up && ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ib0/ib1 up and pinging" || ktap_finish
 
-# field OUTPUT NAME: the value of a "Name:....value" line of smpquery
-field() {
-	sed -n "s/^$2:\.*//p" <<<"$1" | head -n 1
-}
-
 # expect OUTPUT NAME VALUE: one field, or an error naming it
 expect() {
 	local v
 
-	v=$(field "$1" "$2")
+	v=$(smp_field "$1" "$2")
 	[[ $v == "$3" ]]
 	check_err $? "$2 is '$v', not '$3'"
 }
@@ -79,7 +74,7 @@ for p in 1 2; do
 	expect "$out" MtuCap 4096
 	expect "$out" NeighborMTU 4096
 	expect "$out" GidPrefix 0xfe80000000000000
-	cap=$(field "$out" CapMask)
+	cap=$(smp_field "$out" CapMask)
 	(( cap == $(cat "$SYS/ports/$p/cap_mask") ))
 	check_err $? "port $p CapMask $cap, sysfs $(cat "$SYS/ports/$p/cap_mask")"
 	[[ $(cat "$SYS/ports/$p/rate") == "100 Gb/sec (4X EDR)" ]]
@@ -164,19 +159,19 @@ before_dbg=$(softib_counter 1 xmit_packets)
 pq -R 1 1 >/dev/null && pq -R 2 2 >/dev/null
 check_err $? "perfquery -R"
 out=$(pq 1 1)
-(( $(field "$out" PortXmitPkts) < before_dbg ))
+(( $(smp_field "$out" PortXmitPkts) < before_dbg ))
 check_err $? "counters not cleared: $out"
 (( $(softib_counter 1 xmit_packets) >= before_dbg ))
 check_err $? "debugfs counter went back with the PMA's"
 ip netns exec "$A" ping -c 20 -i 0.05 -s 1000 -W 2 192.0.2.2 >/dev/null
 check_err $? "ping"
 out=$(pq 1 1)
-(( $(field "$out" PortXmitPkts) >= 20 && $(field "$out" PortRcvPkts) >= 20 ))
+(( $(smp_field "$out" PortXmitPkts) >= 20 && $(smp_field "$out" PortRcvPkts) >= 20 ))
 check_err $? "port 1 packets: $out"
-(( $(field "$out" PortXmitData) >= 20 * 1000 / 4 ))
+(( $(smp_field "$out" PortXmitData) >= 20 * 1000 / 4 ))
 check_err $? "port 1 data (4-byte words): $out"
 out=$(pq 2 2)
-(( $(field "$out" PortRcvData) >= 20 * 1000 / 4 ))
+(( $(smp_field "$out" PortRcvData) >= 20 * 1000 / 4 ))
 check_err $? "port 2 data: $out"
 (( $(cat "$SYS/ports/2/counters/port_rcv_packets") >= 20 ))
 check_err $? "sysfs port_rcv_packets $(cat "$SYS/ports/2/counters/port_rcv_packets")"
@@ -186,10 +181,10 @@ RET=0
 mc=$(cat "$SYS/ports/1/counters/multicast_xmit_packets")
 ip netns exec "$A" ping -b -c 3 -i 0.2 -W 1 192.0.2.255 >/dev/null 2>&1
 out=$(pq -x 1 1)
-(( $(field "$out" PortMulticastXmitPkts) >= mc + 3 ))
+(( $(smp_field "$out" PortMulticastXmitPkts) >= mc + 3 ))
 check_err $? "multicast xmit not counted (was $mc): $out"
-(( $(field "$out" PortUnicastXmitPkts) + $(field "$out" PortMulticastXmitPkts) == \
-   $(field "$out" PortXmitPkts) ))
+(( $(smp_field "$out" PortUnicastXmitPkts) + $(smp_field "$out" PortMulticastXmitPkts) == \
+   $(smp_field "$out" PortXmitPkts) ))
 check_err $? "unicast + multicast != all: $out"
 log_test "PortCountersExtended: broadcasts count as multicast"
 
@@ -207,7 +202,7 @@ for c in drop_no_qp drop_pkey drop_qkey drop_no_rwqe drop_too_long drop_port_dow
 	check_err $? "$c differs from debugfs: $out"
 done
 out=$(pq 1 1)
-(( $(field "$out" PortXmitDiscards) >= 1 ))
+(( $(smp_field "$out" PortXmitDiscards) >= 1 ))
 check_err $? "PortXmitDiscards: $out"
 log_test "rdma statistic shows the drop counters; discards reach the PMA"
 
@@ -271,7 +266,7 @@ check_err $? "sma_dropped did not move"
 out=$(smpquery -y 0x1234 portinfo 2 2>&1)
 check_err $? "a Get with the M_Key failed: $out"
 expect "$out" ProtectBits 2
-(( $(field "$out" MkeyViolations) >= 1 ))
+(( $(smp_field "$out" MkeyViolations) >= 1 ))
 check_err $? "MkeyViolations: $out"
 ibportstate -y 0x1234 -C softib0 -P 2 -D 0 2 mkey 0 mkeyprot 0 >/dev/null 2>&1
 check_err $? "clearing the M_Key"
