@@ -218,6 +218,29 @@ void softib_port_phys(struct softib_port *port, u8 phys_state)
 			      IB_PORT_ACTIVE : IB_PORT_DOWN);
 }
 
+/* A link that polls finds its peer after a while: LinkUp. */
+static void softib_link_work(struct work_struct *work)
+{
+	struct softib_port *port = container_of(to_delayed_work(work),
+						struct softib_port, link_work);
+
+	if (READ_ONCE(port->cabled) &&
+	    READ_ONCE(port->phys_state) == IB_PORT_PHYS_STATE_POLLING)
+		softib_port_phys(port, IB_PORT_PHYS_STATE_LINK_UP);
+}
+
+/*
+ * Take a port's link down and let it train again (an SM's Set of
+ * PortState Down, or of Polling on a disabled port, at either end of the
+ * cable): Polling now, LinkUp SOFTIB_LINK_TRAIN_MS later if still cabled.
+ */
+void softib_port_retrain(struct softib_port *port)
+{
+	softib_port_phys(port, IB_PORT_PHYS_STATE_POLLING);
+	queue_delayed_work(port->sdev->wq, &port->link_work,
+			   msecs_to_jiffies(SOFTIB_LINK_TRAIN_MS));
+}
+
 /*
  * Ports register DOWN and come up in a "sweep" after registration, so that
  * every client sees the PORT_ACTIVE edge (ib_sa fetches ClassPortInfo from

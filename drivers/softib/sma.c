@@ -520,31 +520,16 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 	 */
 	if (new_phys == IB_PORT_PHYS_STATE_DISABLED) {
 		softib_port_phys(port, new_phys);
-	} else if (new_state == IB_PORT_DOWN && old_state != IB_PORT_DOWN) {
-		softib_port_phys(port, IB_PORT_PHYS_STATE_POLLING);
-		queue_delayed_work(sdev->wq, &port->link_work,
-				   msecs_to_jiffies(10));
-	} else if (new_phys == IB_PORT_PHYS_STATE_POLLING &&
-		   READ_ONCE(port->phys_state) == IB_PORT_PHYS_STATE_DISABLED) {
-		softib_port_phys(port, new_phys);
-		queue_delayed_work(sdev->wq, &port->link_work,
-				   msecs_to_jiffies(10));
+	} else if ((new_state == IB_PORT_DOWN && old_state != IB_PORT_DOWN) ||
+		   (new_phys == IB_PORT_PHYS_STATE_POLLING &&
+		    READ_ONCE(port->phys_state) ==
+		    IB_PORT_PHYS_STATE_DISABLED)) {
+		softib_port_retrain(port);
 	} else if (new_state != old_state) {
 		softib_port_set_state(port, new_state);
 	}
 	sma_raise(port, events);
 	return status;
-}
-
-/* A link that polls finds its peer: LinkUp (sma.c's retrain). */
-void softib_link_work(struct work_struct *work)
-{
-	struct softib_port *port = container_of(to_delayed_work(work),
-						struct softib_port, link_work);
-
-	if (READ_ONCE(port->cabled) &&
-	    READ_ONCE(port->phys_state) == IB_PORT_PHYS_STATE_POLLING)
-		softib_port_phys(port, IB_PORT_PHYS_STATE_LINK_UP);
 }
 
 /*

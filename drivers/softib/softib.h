@@ -529,6 +529,9 @@ extern bool softib_debug_wrid;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
 void softib_port_phys(struct softib_port *port, u8 phys_state);
+/* how long a link takes to train (Polling to LinkUp) */
+#define SOFTIB_LINK_TRAIN_MS	10
+void softib_port_retrain(struct softib_port *port);
 
 /* sma.c */
 /* MAD status of an SMP (IBTA 13.4.7): bits 2..4, "invalid field" codes */
@@ -570,7 +573,6 @@ int softib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port_num,
 		       const struct ib_wc *in_wc, const struct ib_grh *in_grh,
 		       const struct ib_mad *in, struct ib_mad *out,
 		       size_t *out_mad_size, u16 *out_mad_pkey_index);
-void softib_link_work(struct work_struct *work);
 
 /* switch.c */
 int softib_switch_init(struct softib_dev *sdev);

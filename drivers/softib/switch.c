@@ -288,11 +288,7 @@ static u16 sw_port_info(struct softib_switch *sw, u32 in_port, bool key_ok,
 		   (new_state == IB_PORT_DOWN && old_state != IB_PORT_DOWN)) {
 		/* enabled again, or set Down: the link trains again */
 		WRITE_ONCE(p->phys_state, IB_PORT_PHYS_STATE_POLLING);
-		softib_port_phys(softib_port(sw->sdev, num),
-				 IB_PORT_PHYS_STATE_POLLING);
-		queue_delayed_work(sw->sdev->wq,
-				   &softib_port(sw->sdev, num)->link_work,
-				   msecs_to_jiffies(10));
+		softib_port_retrain(softib_port(sw->sdev, num));
 	}
 	return 0;
 }
