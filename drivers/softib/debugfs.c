@@ -233,6 +233,11 @@ static int softib_partitions_open(struct inode *inode, struct file *file)
 	struct softib_policy_open *po;
 	int ret;
 
+	/* with sm=none the partitions are the external SM's to configure */
+	if ((file->f_mode & FMODE_WRITE) && !softib_builtin_sm) {
+		pr_warn_ratelimited("partitions: the subnet has no built-in SM (sm=none): edit the partitions.conf of the SM that runs and signal it\n");
+		return -EBUSY;
+	}
 	po = kzalloc(sizeof(*po), GFP_KERNEL);
 	if (!po)
 		return -ENOMEM;

@@ -407,6 +407,7 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	u16 dlid = wqe->av.dlid;
 	struct softib_port *dport;
 	struct softib_qp *dqp;
+	u16 sw_lid;
 	u32 vnode;
 
 	/*
@@ -414,15 +415,18 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	 * directed route) or to the switch's LID goes to the switch at the
 	 * other end of the port's cable.
 	 */
+	sw_lid = READ_ONCE(sdev->sw.ports[0].lid);
 	if (pkt->src && pkt->src->ibqp.qp_type == IB_QPT_SMI &&
-	    (dlid == SOFTIB_LID_PERMISSIVE ||
-	     dlid == READ_ONCE(sdev->sw.ports[0].lid))) {
+	    (dlid == SOFTIB_LID_PERMISSIVE || (sw_lid && dlid == sw_lid))) {
 		softib_switch_recv(pkt, pkt->sport->num);
 		return;
 	}
 
-	/* the subnet administrator answers at (SM LID, QP1) */
-	if (dlid == SOFTIB_SM_LID) {
+	/*
+	 * The built-in subnet administrator answers at (SM LID, QP1); an
+	 * external SM's SA is a port's QP1 like any other.
+	 */
+	if (softib_builtin_sm && dlid == SOFTIB_SM_LID) {
 		if (wqe->remote_qpn == 1 && pkt->qkey == SOFTIB_QP1_QKEY &&
 		    pkt->sport)
 			softib_sa_recv(pkt);
@@ -556,6 +560,9 @@ static enum ib_wc_status softib_send_ud_one(struct softib_qp *qp,
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_SMI:
 		pkt.pkey = 0xffff;
+		/* a port without a LID yet sends its SMPs from the permissive LID */
+		if (!pkt.slid)
+			pkt.slid = SOFTIB_LID_PERMISSIVE;
 		break;
 	case IB_QPT_GSI:
 		if (wqe->pkey_index >= SOFTIB_PKEY_TBL_LEN)

@@ -31,6 +31,17 @@ bool softib_debug_wrid;
 module_param_named(debug_wrid, softib_debug_wrid, bool, 0444);
 MODULE_PARM_DESC(debug_wrid, "WARN when a wr_id is posted while still outstanding on its queue, or completed while not outstanding (default 0)");
 
+/*
+ * Who manages the subnet. "builtin": the SM and SA in this module (sa.c)
+ * bring every port up at once. "none": the ports train to Init with LID
+ * 0 and wait, as on a fabric without an SM, until an SM such as OpenSM,
+ * started on one of them, configures the subnet through the SMAs.
+ */
+static char *softib_sm_param = "builtin";
+module_param_named(sm, softib_sm_param, charp, 0444);
+MODULE_PARM_DESC(sm, "Subnet manager: builtin (default) or none (the ports wait in Init for an SM such as OpenSM)");
+bool softib_builtin_sm = true;
+
 static struct softib_dev *softib_dev;
 
 /* what OpenSM does with no partitions.conf: every port a full member of 0x7fff */
@@ -193,6 +204,7 @@ void softib_port_set_state(struct softib_port *port,
  * The physical link of a port: LinkUp after training, Polling without a
  * peer, Disabled by the SM. A link that is up has trained to Init; the
  * built-in SM configures such a port at once, so it goes on to Active.
+ * Without it the port stays in Init until an SM arms and activates it.
  */
 void softib_port_phys(struct softib_port *port, u8 phys_state)
 {
@@ -214,8 +226,11 @@ void softib_port_phys(struct softib_port *port, u8 phys_state)
 	/* both ends of the cable: the switch port, then the CA port */
 	softib_switch_link(sdev, port->num,
 			   phys_state == IB_PORT_PHYS_STATE_LINK_UP);
-	softib_port_set_state(port, phys_state == IB_PORT_PHYS_STATE_LINK_UP ?
-			      IB_PORT_ACTIVE : IB_PORT_DOWN);
+	if (phys_state != IB_PORT_PHYS_STATE_LINK_UP)
+		softib_port_set_state(port, IB_PORT_DOWN);
+	else
+		softib_port_set_state(port, softib_builtin_sm ? IB_PORT_ACTIVE :
+							       IB_PORT_INIT);
 }
 
 /* A link that polls finds its peer after a while: LinkUp. */
@@ -330,11 +345,16 @@ static void softib_init_port(struct softib_dev *sdev, u32 num)
 	port->cabled = true;
 	INIT_DELAYED_WORK(&port->link_work, softib_link_work);
 	softib_sma_init_port(port);
-	/* the built-in SM's addressing: LID N for port N, the SM at its own */
-	port->lid = num;
-	port->sm_lid = SOFTIB_SM_LID;
-	/* what a default OpenSM gives every CA port: full member of 0x7fff */
+	/*
+	 * Power-up: no LID, no SM, the default partition as full member
+	 * (what an HCA's firmware holds before an SM writes the table).
+	 */
 	port->pkeys[0] = 0xffff;
+	/* the built-in SM's addressing: LID N for port N, the SM at its own */
+	if (softib_builtin_sm) {
+		port->lid = num;
+		port->sm_lid = SOFTIB_SM_LID;
+	}
 }
 
 static struct softib_dev *softib_create(u32 nports)
@@ -365,11 +385,13 @@ static struct softib_dev *softib_create(u32 nports)
 	ret = softib_switch_init(sdev);
 	if (ret)
 		goto err_sa_cleanup;
-	softib_switch_sm(sdev);
-	ret = softib_policy_set(sdev, softib_default_policy,
-				strlen(softib_default_policy));
-	if (ret)
-		goto err_switch_cleanup;
+	if (softib_builtin_sm) {
+		softib_switch_sm(sdev);
+		ret = softib_policy_set(sdev, softib_default_policy,
+					strlen(softib_default_policy));
+		if (ret)
+			goto err_switch_cleanup;
+	}
 
 	/*
 	 * The send engine and completion notification run here, never in
@@ -466,6 +488,19 @@ static int __init softib_init(void)
 		pr_err("sa_max_groups=%u is out of range: load with sa_max_groups=1..%u\n",
 		       softib_sa_max_groups,
 		       SOFTIB_MLID_LAST - SOFTIB_MLID_FIRST + 1);
+		return -EINVAL;
+	}
+
+	if (sysfs_streq(softib_sm_param, "none")) {
+		softib_builtin_sm = false;
+	} else if (!sysfs_streq(softib_sm_param, "builtin")) {
+		pr_err("sm=%s is not a subnet manager mode: load with sm=builtin or sm=none\n",
+		       softib_sm_param);
+		return -EINVAL;
+	}
+	if (!softib_builtin_sm && softib_vnodes) {
+		pr_err("vnodes=%u needs the built-in SM's SA: load with sm=builtin or vnodes=0\n",
+		       softib_vnodes);
 		return -EINVAL;
 	}
 

@@ -414,10 +414,10 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 }
 
 /*
- * Send a MAD from the SM LID into the requester port's QP "qpn": the SA's
- * answers from QP1 into QP1, the SM's from QP0 into QP0.
+ * Send a MAD from "slid" to "dlid", into the QP "qpn" of the port there:
+ * the SA's answers from QP1 into QP1, the switch's from QP0 into QP0.
  */
-static void softib_sm_send(struct softib_dev *sdev, struct softib_port *port,
+static void softib_sm_send(struct softib_dev *sdev, u16 slid, u16 dlid,
 			   u32 qpn, u16 pkey, void *resp)
 {
 	struct {
@@ -427,7 +427,7 @@ static void softib_sm_send(struct softib_dev *sdev, struct softib_port *port,
 	struct softib_pkt pkt = {
 		.sdev = sdev,
 		.src_qpn = qpn,
-		.slid = SOFTIB_SM_LID,
+		.slid = slid,
 		.pkey = pkey,
 		.qkey = qpn ? SOFTIB_QP1_QKEY : 0,
 	};
@@ -439,7 +439,7 @@ static void softib_sm_send(struct softib_dev *sdev, struct softib_port *port,
 	out->wqe.length = sizeof(struct ib_mad);
 	out->wqe.num_sge = 1;
 	out->wqe.remote_qpn = qpn;
-	out->wqe.av.dlid = READ_ONCE(port->lid);
+	out->wqe.av.dlid = dlid;
 	out->sge.addr = (uintptr_t)resp;
 	out->sge.length = sizeof(struct ib_mad);
 	pkt.wqe = &out->wqe;
@@ -634,7 +634,8 @@ static void softib_sa_delayed_work(struct work_struct *work)
 	/* cleanup took it first and waits for us in cancel_delayed_work_sync */
 	if (!softib_sa_take_delayed(d))
 		return;
-	softib_sm_send(d->sdev, d->port, 1, d->pkey, &d->resp);
+	softib_sm_send(d->sdev, SOFTIB_SM_LID, READ_ONCE(d->port->lid), 1,
+		       d->pkey, &d->resp);
 	kfree(d);
 }
 
@@ -709,7 +710,8 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	resp = req + 1;
 	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
-		softib_sm_send(sdev, pkt->sport, 1, pkt->pkey, resp);
+		softib_sm_send(sdev, SOFTIB_SM_LID, pkt->slid, 1, pkt->pkey,
+			       resp);
 	kfree(req);
 }
 
@@ -732,10 +734,11 @@ u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
 	return 0;
 }
 
-/* An SMP from the switch's LID back to the requester's QP0, by LID. */
-void softib_sm_reply(const struct softib_pkt *req, struct ib_smp *resp)
+/* An SMP from the switch's LID "slid" back to the requester's QP0. */
+void softib_sm_reply(const struct softib_pkt *req, u16 slid,
+		     struct ib_smp *resp)
 {
-	softib_sm_send(req->sdev, req->sport, 0, 0xffff, resp);
+	softib_sm_send(req->sdev, slid, req->slid, 0, 0xffff, resp);
 }
 
 /*

@@ -525,6 +525,7 @@ static inline __be64 softib_port_guid(u32 port)
 /* main.c */
 extern const struct ib_device_ops softib_dev_ops;
 extern bool softib_srq;
+extern bool softib_builtin_sm;
 extern bool softib_debug_wrid;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
@@ -696,7 +697,8 @@ void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
 u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
 		   struct ib_smp *resp);
-void softib_sm_reply(const struct softib_pkt *req, struct ib_smp *resp);
+void softib_sm_reply(const struct softib_pkt *req, u16 slid,
+		     struct ib_smp *resp);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 				       const union ib_gid *gid);
 int softib_port_find_pkey(struct softib_port *port, u16 pkey);

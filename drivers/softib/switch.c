@@ -126,7 +126,8 @@ void softib_switch_sm(struct softib_dev *sdev)
 
 /*
  * The cable of switch port "num" (softib0's port "num") trained or went
- * down. Under the built-in SM a trained link is Active at once.
+ * down. Under the built-in SM a trained link is Active at once; else it
+ * waits in Init for an SM.
  */
 void softib_switch_link(struct softib_dev *sdev, u32 num, bool up)
 {
@@ -141,7 +142,8 @@ void softib_switch_link(struct softib_dev *sdev, u32 num, bool up)
 				     IB_PORT_PHYS_STATE_POLLING;
 	was_down = p->state == IB_PORT_DOWN;
 	if (up == was_down)
-		p->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+		p->state = !up ? IB_PORT_DOWN :
+			   softib_builtin_sm ? IB_PORT_ACTIVE : IB_PORT_INIT;
 	spin_unlock_irqrestore(&p->lock, flags);
 
 	if (up == was_down) {
@@ -507,8 +509,8 @@ void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
 	softib_sma_reply((struct ib_mad *)req, (struct ib_mad *)resp, status);
 
 	if (!dr) {
-		/* LID-routed: back to the requester's LID */
-		softib_sm_reply(pkt, resp);
+		/* LID-routed: from the switch's LID back to the requester's */
+		softib_sm_reply(pkt, READ_ONCE(sw->ports[0].lid), resp);
 		goto out_free;
 	}
 	/* C14-13:1: the way back starts at the port the SMP came in on */
