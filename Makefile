@@ -18,7 +18,8 @@
 #                             HEAD in a new debootstrap'ed bookworm chroot
 #
 # Everything the suite needs (apt packages, test kernels) is installed by the
-# "deps" and "kernels" targets, idempotently; "check" depends on both.
+# "deps" and "kernels" targets, idempotently ("kernels" also unpacks the
+# OpenSM that the suite runs on softib); "check" depends on both.
 
 KVER ?= $(shell uname -r)
 ifeq ($(origin KVER),command line)
@@ -132,6 +133,7 @@ deps:
 
 kernels: deps
 	@for s in $(KSER); do $(VM)/kernels.sh fetch $$s || exit 1; done
+	@$(VM)/opensm.sh fetch
 
 check: kernels
 	@selftests/run.sh $(KSER)
