@@ -420,31 +420,41 @@ static int softib_policy_parse(struct softib_dev *sdev, const char *text,
 }
 
 /*
- * The new P_Key table of one port. Entries that stay keep their index;
- * the default partition goes to index 0.
+ * The new P_Key table of one port, as OpenSM (allow_both_pkeys FALSE, its
+ * default) computes it: one entry per partition the port is in, full if
+ * any line makes it a full member ("both" included), else limited. An
+ * entry that stays keeps its index, even if its membership changes; the
+ * default partition goes to index 0; new entries fill the free slots in
+ * ascending P_Key order.
  */
 static int softib_policy_table(struct softib_dev *sdev,
 			       const struct softib_policy *pol, u32 port,
 			       const u16 *old, u16 *new)
 {
-	u16 want[2 * SOFTIB_MAX_PARTITIONS];
+	u16 want[SOFTIB_MAX_PARTITIONS];
 	unsigned int nwant = 0, i, j;
 
 	for (i = 0; i < pol->n; i++) {
 		const struct softib_partition *part = &pol->part[i];
-		u16 e[2];
-		unsigned int k, ne = 0;
+		u8 how = part->member[port];
+		u16 e;
 
-		if (part->member[port] & MEMBER_FULL)
-			e[ne++] = part->pkey | 0x8000;
-		if (part->member[port] & MEMBER_LIMITED)
-			e[ne++] = part->pkey;
-		for (k = 0; k < ne; k++) {
-			for (j = 0; j < nwant; j++)
-				if (want[j] == e[k])
-					break;
-			if (j == nwant)
-				want[nwant++] = e[k];
+		if (!how)
+			continue;
+		e = part->pkey | ((how & MEMBER_FULL) ? 0x8000 : 0);
+		for (j = 0; j < nwant; j++)
+			if ((want[j] & 0x7fff) == part->pkey)
+				break;
+		if (j == nwant) {
+			/* insertion in ascending P_Key order */
+			while (j && (want[j - 1] & 0x7fff) > part->pkey) {
+				want[j] = want[j - 1];
+				j--;
+			}
+			want[j] = e;
+			nwant++;
+		} else {
+			want[j] |= e;
 		}
 	}
 	if (nwant > SOFTIB_PKEY_TBL_LEN) {
@@ -454,7 +464,7 @@ static int softib_policy_table(struct softib_dev *sdev,
 	}
 
 	memset(new, 0, SOFTIB_PKEY_TBL_LEN * sizeof(*new));
-	/* 1. the default partition at index 0 (full before limited) */
+	/* 1. the default partition at index 0 */
 	for (j = 0; j < nwant; j++) {
 		if ((want[j] & 0x7fff) == 0x7fff) {
 			new[0] = want[j];
@@ -462,11 +472,12 @@ static int softib_policy_table(struct softib_dev *sdev,
 			break;
 		}
 	}
-	/* 2. surviving entries keep their index */
+	/* 2. surviving partitions keep their index */
 	for (i = 1; i < SOFTIB_PKEY_TBL_LEN; i++) {
 		for (j = 0; j < nwant; j++) {
-			if (want[j] && want[j] == old[i]) {
-				new[i] = old[i];
+			if (want[j] && old[i] &&
+			    (want[j] & 0x7fff) == (old[i] & 0x7fff)) {
+				new[i] = want[j];
 				want[j] = 0;
 				break;
 			}
