@@ -506,6 +506,70 @@ softib_policy() {
 	printf '%s\n' "$@" | cat >"$SOFTIB_DBG/partitions"
 }
 
+# ---- Debian's OpenSM on softib (sm=none) --------------------------------
+
+# where OpenSM keeps its files in a test: partitions.conf, its log, its
+# cache (guid2lid) and what it prints
+OSM_DIR=/tmp/opensm
+OSM_PID=
+
+# osm_port_guid N: softib0 port N's GUID, as OpenSM's -g wants it
+osm_port_guid() {
+	printf '0x02110bff%08x\n' "$1"
+}
+
+# osm_write_partitions LINE...: OpenSM's partitions.conf
+osm_write_partitions() {
+	mkdir -p "$OSM_DIR" && printf '%s\n' "$@" >"$OSM_DIR/partitions.conf"
+}
+
+# osm_start [PORT]: Debian's OpenSM (unpacked by selftests/vm/opensm.sh,
+# never installed) on softib0 port PORT (default 1) with
+# $OSM_DIR/partitions.conf, in the background. Returns once every port
+# is Active and OpenSM's SA answers. Stop it with osm_stop.
+osm_start() {
+	local root port=${1:-1}
+
+	root=$("$(dirname "${BASH_SOURCE[0]}")/vm/opensm.sh" root) || return 1
+	mkdir -p "$OSM_DIR"
+	[[ -e $OSM_DIR/partitions.conf ]] ||
+		osm_write_partitions "Default=0x7fff, ipoib : ALL=full;"
+	[[ -d /sys/module/ib_umad ]] || modprobe ib_umad || return 1
+	OSM_CACHE_DIR=$OSM_DIR OSM_TMP_DIR=$OSM_DIR \
+	LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu \
+		"$root/usr/sbin/opensm" -g "$(osm_port_guid "$port")" \
+		-P "$OSM_DIR/partitions.conf" -f "$OSM_DIR/opensm.log" \
+		>>"$OSM_DIR/opensm.out" 2>&1 </dev/null &
+	OSM_PID=$!
+	slowwait 60 softib_ports_active >/dev/null &&
+		slowwait 30 sh -c 'saquery -s >/dev/null 2>&1'
+}
+
+# osm_stop: OpenSM ends (SIGTERM) and is gone; the ports stay as it left them
+osm_stop() {
+	[[ -n $OSM_PID ]] || return 0
+	kill "$OSM_PID" 2>/dev/null
+	wait "$OSM_PID" 2>/dev/null
+	OSM_PID=
+}
+
+# osm_reread: OpenSM reads partitions.conf again (SIGHUP) and sweeps
+osm_reread() {
+	kill -HUP "$OSM_PID"
+}
+
+# softib_pkeys PORT: the entries in use of PORT's P_Key table, in index
+# order, as INDEX:PKEY on one line
+softib_pkeys() {
+	local i v out=()
+
+	for ((i = 0; i < 32; i++)); do
+		read -r v <"$SOFTIB_SYS/ports/$1/pkeys/$i" || return 1
+		[[ $v == 0x0000 ]] || out+=("$i:$v")
+	done
+	echo "${out[*]}"
+}
+
 # ---- ours' debugfs (ipoib/<N>/, see Documentation/ipoib.rst) ----------
 
 # The root: 99-interop loads ours under another name and sets this.
