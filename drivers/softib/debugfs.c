@@ -84,6 +84,13 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "sa_mc_joins %lld\nsa_mc_leaves %lld\n",
 		   atomic64_read(&sdev->sa_mc_joins),
 		   atomic64_read(&sdev->sa_mc_leaves));
+	seq_printf(m, "sa_rmpp_started %lld\nsa_rmpp_done %lld\nsa_rmpp_segments %lld\nsa_rmpp_aborted %lld\nsa_rmpp_evicted %lld\nsa_rmpp_active %u\n",
+		   atomic64_read(&sdev->sa_rmpp_started),
+		   atomic64_read(&sdev->sa_rmpp_done),
+		   atomic64_read(&sdev->sa_rmpp_segments),
+		   atomic64_read(&sdev->sa_rmpp_aborted),
+		   atomic64_read(&sdev->sa_rmpp_evicted),
+		   READ_ONCE(sdev->n_sa_rmpp));
 	seq_printf(m, "lso_sends %lld\nlso_segments %lld\ncsum_filled %lld\ncsum_verified %lld\ncsum_unverified %lld\n",
 		   atomic64_read(&sdev->lso_sends),
 		   atomic64_read(&sdev->lso_segments),

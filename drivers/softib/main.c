@@ -382,6 +382,7 @@ static struct softib_dev *softib_create(u32 nports)
 	mutex_init(&sdev->bench_lock);
 	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
 	softib_sa_init(sdev);
+	softib_sa_table_init(sdev);
 	ret = softib_switch_init(sdev);
 	if (ret)
 		goto err_sa_cleanup;
@@ -459,6 +460,8 @@ static void softib_destroy(struct softib_dev *sdev)
 	cancel_delayed_work_sync(&sdev->sweep);
 	softib_sa_drop_delayed(sdev);
 	ib_unregister_device(&sdev->ibdev);
+	/* no QP is left to ask for a table: the last transfers go */
+	softib_sa_table_cleanup(sdev);
 	/* no SMP can take a link down any more: its retrain is the last */
 	for (i = 0; i < sdev->nports; i++)
 		cancel_delayed_work_sync(&sdev->ports[i].link_work);

@@ -5,7 +5,8 @@
  * GSI datagrams sent to (SM LID, QP1) end up here instead of on a port.
  * The SA answers the way OpenSM does for the queries kernel ULPs make:
  * ClassPortInfo, PathRecord Get (single record, no RMPP) and
- * MCMemberRecord Set (join/create), Delete (leave) and Get. The reply goes
+ * MCMemberRecord Set (join/create), Delete (leave) and Get; and the
+ * GetTable queries of the fabric tools (sa_table.c). The reply goes
  * back into the requester's QP1 from SLID = SM LID, QP 1, with the TID of
  * the request and no GRH.
  *
@@ -192,19 +193,31 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	if (!((READ_ONCE(sport->pkeys[si]) | dkey) & 0x8000))
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
-	memcpy(r + PR_DGID, &dgid, sizeof(dgid));
-	memcpy(r + PR_SGID, &sgid, sizeof(sgid));
+	softib_sa_path_fill(r, &sgid, &dgid, READ_ONCE(sport->lid), dlid,
+			    (pkey & 0x7fff) |
+			    (READ_ONCE(sport->pkeys[si]) & 0x8000),
+			    (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ?
+			    q[PR_TCLASS] : 0);
+	return 0;
+}
+
+/* One PathRecord (64 bytes at "r") of the fabric's single-hop paths. */
+void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
+			 const union ib_gid *dgid, u16 slid, u16 dlid,
+			 u16 pkey, u8 tclass)
+{
+	memcpy(r + PR_DGID, dgid, sizeof(*dgid));
+	memcpy(r + PR_SGID, sgid, sizeof(*sgid));
 	put_be16(r + PR_DLID, dlid);
-	put_be16(r + PR_SLID, sport->lid);
+	put_be16(r + PR_SLID, slid);
 	put_be32(r + PR_FLOW_HOP, 0);
-	r[PR_TCLASS] = (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ? q[PR_TCLASS] : 0;
+	r[PR_TCLASS] = tclass;
 	r[PR_REV_NUMB] = 0x80 | 1;	/* reversible, one path */
-	put_be16(r + PR_PKEY, pkey | (READ_ONCE(sport->pkeys[si]) & 0x8000));
+	put_be16(r + PR_PKEY, pkey);
 	put_be16(r + PR_QOS_SL, 0);
 	r[PR_MTU] = SEL_EXACTLY | SOFTIB_MTU;
 	r[PR_RATE] = SEL_EXACTLY | IB_RATE_100_GBPS;
 	r[PR_LIFE] = SEL_EXACTLY | SOFTIB_PKT_LIFE;
-	return 0;
 }
 
 static struct softib_mcg *softib_mcg_find(struct softib_dev *sdev,
@@ -414,11 +427,73 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 }
 
 /*
+ * MCMemberRecord GetTable, as OpenSM answers it: the groups matching the
+ * request's MGID, MLID and P_Key components, of the partitions the
+ * requesting port is in. A trusted request (a nonzero SM_Key) without a
+ * PortGID component gets a record per member, with its PortGID and
+ * JoinState; otherwise one record per group, that of the member the
+ * PortGID names if any. An untrusted request sees no PortGID and no
+ * JoinState (IBTA 15.2.5.17).
+ */
+int softib_sa_mc_table(struct softib_dev *sdev, struct softib_port *sport,
+		       const struct ib_sa_mad *req, struct softib_sa_table *t)
+{
+	static const union ib_gid zero_gid;
+	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
+	bool trusted = req->sa_hdr.sm_key != 0;
+	bool by_port = comp & IB_SA_MCMEMBER_REC_PORT_GID;
+	const u8 *q = req->data;
+	struct softib_mcg_member *m;
+	struct softib_mcg *g;
+	u8 *r;
+
+	mutex_lock(&sdev->sa_lock);
+	list_for_each_entry(g, &sdev->mcgs, list) {
+		if ((comp & IB_SA_MCMEMBER_REC_MGID) &&
+		    memcmp(&g->mgid, q + MC_MGID, sizeof(g->mgid)))
+			continue;
+		if ((comp & IB_SA_MCMEMBER_REC_MLID) &&
+		    g->mlid != get_be16(q + MC_MLID))
+			continue;
+		if ((comp & IB_SA_MCMEMBER_REC_PKEY) &&
+		    g->pkey != get_be16(q + MC_PKEY))
+			continue;
+		if (softib_port_find_pkey(sport, g->pkey) < 0)
+			continue;
+		if (trusted && !by_port) {
+			list_for_each_entry(m, &g->members, list) {
+				r = softib_sa_table_slot(t);
+				if (!r)
+					goto out_full;
+				softib_mcg_fill(g, &m->port_gid,
+						m->join_state, r);
+			}
+			continue;
+		}
+		m = by_port ? softib_mcg_member(g, (const union ib_gid *)
+						(q + MC_PORT_GID)) : NULL;
+		if (by_port && !m)
+			continue;
+		r = softib_sa_table_slot(t);
+		if (!r)
+			goto out_full;
+		softib_mcg_fill(g, m && trusted ? &m->port_gid : &zero_gid,
+				m && trusted ? m->join_state : 0, r);
+	}
+	mutex_unlock(&sdev->sa_lock);
+	return 0;
+
+out_full:
+	mutex_unlock(&sdev->sa_lock);
+	return -ENOSPC;
+}
+
+/*
  * Send a MAD from "slid" to "dlid", into the QP "qpn" of the port there:
  * the SA's answers from QP1 into QP1, the switch's from QP0 into QP0.
  */
-static void softib_sm_send(struct softib_dev *sdev, u16 slid, u16 dlid,
-			   u32 qpn, u16 pkey, void *resp)
+void softib_sm_send(struct softib_dev *sdev, u16 slid, u16 dlid, u32 qpn,
+		    u16 pkey, void *resp)
 {
 	struct {
 		struct softib_swqe wqe;
@@ -708,10 +783,22 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	if (!req)
 		return;
 	resp = req + 1;
+	/* an ACK of a table being sent, or a table asked for (sa_table.c) */
+	if (req->mad_hdr.mgmt_class == IB_MGMT_CLASS_SUBN_ADM &&
+	    softib_sa_rmpp_recv(sdev, pkt->slid, req))
+		goto out_free;
+	if (req->mad_hdr.mgmt_class == IB_MGMT_CLASS_SUBN_ADM &&
+	    req->mad_hdr.method == IB_SA_METHOD_GET_TABLE &&
+	    req->mad_hdr.base_version == IB_MGMT_BASE_VERSION &&
+	    req->mad_hdr.class_version == IB_SA_CLASS_VERSION) {
+		softib_sa_get_table(sdev, pkt, req, resp);
+		goto out_free;
+	}
 	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
 		softib_sm_send(sdev, SOFTIB_SM_LID, pkt->slid, 1, pkt->pkey,
 			       resp);
+out_free:
 	kfree(req);
 }
 

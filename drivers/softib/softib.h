@@ -237,6 +237,13 @@ struct softib_dev {
 	struct list_head sa_delayed;	/* answers held back (sa.c) */
 	u32 n_sa_delayed;
 	atomic64_t sa_replies_delayed;
+	/* GetTable answers on their way by RMPP (sa_table.c) */
+	struct mutex sa_rmpp_lock;	/* sa_rmpp, n_sa_rmpp, each transfer */
+	struct list_head sa_rmpp;
+	u32 n_sa_rmpp;
+	struct delayed_work sa_rmpp_work;	/* resends, drops stale ones */
+	atomic64_t sa_rmpp_started, sa_rmpp_done, sa_rmpp_segments;
+	atomic64_t sa_rmpp_aborted, sa_rmpp_evicted;
 	/* offload.c: LSO sends and their datagrams; checksums on delivery */
 	atomic64_t lso_sends, lso_segments;
 	atomic64_t csum_filled, csum_verified, csum_unverified;
@@ -699,6 +706,28 @@ u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
 		   struct ib_smp *resp);
 void softib_sm_reply(const struct softib_pkt *req, u16 slid,
 		     struct ib_smp *resp);
+void softib_sm_send(struct softib_dev *sdev, u16 slid, u16 dlid, u32 qpn,
+		    u16 pkey, void *resp);
+void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
+			 const union ib_gid *dgid, u16 slid, u16 dlid,
+			 u16 pkey, u8 tclass);
+
+/* A GetTable answer being built (sa_table.c): records of rec_len bytes */
+struct softib_sa_table {
+	u8 *buf;
+	u32 len, cap;
+	u32 rec_len;
+};
+
+u8 *softib_sa_table_slot(struct softib_sa_table *t);
+int softib_sa_mc_table(struct softib_dev *sdev, struct softib_port *sport,
+		       const struct ib_sa_mad *req, struct softib_sa_table *t);
+void softib_sa_get_table(struct softib_dev *sdev, const struct softib_pkt *pkt,
+			 const struct ib_sa_mad *req, struct ib_sa_mad *resp);
+bool softib_sa_rmpp_recv(struct softib_dev *sdev, u16 slid,
+			 const struct ib_sa_mad *req);
+void softib_sa_table_init(struct softib_dev *sdev);
+void softib_sa_table_cleanup(struct softib_dev *sdev);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 				       const union ib_gid *gid);
 int softib_port_find_pkey(struct softib_port *port, u16 pkey);
