@@ -14,11 +14,11 @@
 
 source "$(dirname "$0")/../lib.sh"
 
-require_cmd ping python3 smpquery smpdump ibaddr sminfo perfquery ibportstate
+require_cmd ping python3 smpquery smpdump ibaddr sminfo perfquery ibportstate saquery
 
 SYS=$SOFTIB_SYS
 
-ktap_header 15
+ktap_header 18
 ktap_diag "IPOIB=$IPOIB"
 
 modprobe ib_umad
@@ -273,5 +273,78 @@ check_err $? "clearing the M_Key"
 out=$(smpquery portinfo 2 2>&1)
 expect "$out" ProtectBits 0
 log_test "M_Key protect level 2: keyless SMPs dropped, keyed ones work"
+
+# The built-in SA's tables (GetTable, sent by RMPP): a NodeRecord per CA
+# port and one for the switch, a PortInfoRecord per port of each, a
+# PathRecord between any two of them, the multicast groups.
+RET=0
+done0=$(softib_stat sa_rmpp_done)
+out=$(saquery 2>&1)
+check_err $? "saquery failed"
+(($(grep -c "NodeRecord dump" <<<"$out") == 3))
+check_err $? "not three NodeRecords: $out"
+for lid in 1 2; do
+	grep -qE "^[[:space:]]+lid\.+$lid$" <<<"$out" &&
+		grep -qE "^[[:space:]]+port_guid\.+0x02110bff0000000$lid$" <<<"$out"
+	check_err $? "no NodeRecord of port $lid"
+done
+grep -qE "^[[:space:]]+node_type\.+Switch$" <<<"$out" &&
+	grep -qE "^[[:space:]]+lid\.+256$" <<<"$out"
+check_err $? "no NodeRecord of the switch at LID 256"
+# (saquery prints the newline that "echo >node_desc" left as a space)
+out=$(saquery -O 2 2>&1)
+[[ ${out% } == "$(cat "$SYS/node_desc")" ]]
+check_err $? "saquery -O 2: $out"
+out=$(saquery PortInfoRecord 2>&1)
+(($(grep -c "PortInfoRecord dump" <<<"$out") == 5))
+check_err $? "not five PortInfoRecords (two CA ports, three switch ports)"
+out=$(saquery -s 2>&1)
+grep -qE "EndPortLid\.+256$" <<<"$out" && ! grep -qE "EndPortLid\.+[12]$" <<<"$out"
+check_err $? "saquery -s: the IsSM port is not the switch's: $out"
+(( $(softib_stat sa_rmpp_done) > done0 ))
+check_err $? "no RMPP transfer completed"
+log_test "saquery: NodeRecords and PortInfoRecords of the built-in SA"
+
+RET=0
+out=$(saquery -p 2>&1)
+(($(grep -c "PathRecord dump" <<<"$out") == 9))
+check_err $? "not nine PathRecords between three ends: $out"
+out=$(saquery -p --src-to-dst 1:2 2>&1)
+grep -qE "dlid\.+2$" <<<"$out" && grep -qE "slid\.+1$" <<<"$out" &&
+	grep -qE "pkey\.+0xFFFF$" <<<"$out"
+check_err $? "saquery -p --src-to-dst 1:2: $out"
+out=$(saquery -g 2>&1)
+(($(grep -c "MGID.*ff12:401b:ffff::ffff:ffff$" <<<"$out") == 1))
+check_err $? "saquery -g: not one IPv4 broadcast group: $out"
+# untrusted: no PortGID; trusted (an SM_Key): a record per member
+out=$(saquery -m 2>&1)
+! grep -q "PortGid.*fe80::211:bff:0:[12]$" <<<"$out"
+check_err $? "saquery -m shows port GIDs without an SM_Key"
+out=$(saquery --smkey 1 -m 2>&1)
+grep -q "PortGid.*fe80::211:bff:0:1$" <<<"$out" &&
+	grep -q "PortGid.*fe80::211:bff:0:2$" <<<"$out"
+check_err $? "saquery --smkey 1 -m: not both ports as members: $out"
+log_test "saquery: PathRecords and multicast groups of the built-in SA"
+
+# A requester that never acks (11-softib-sa-tables.py): at most 16 tables
+# wait for an ACK, the oldest goes first, and after the retries every one
+# is given up; the SA still answers afterwards.
+RET=0
+evicted=$(softib_stat sa_rmpp_evicted) aborted=$(softib_stat sa_rmpp_aborted)
+out=$(timeout 60 python3 "$(dirname "$0")/11-softib-sa-tables.py" "/dev/infiniband/$umad" 20 2>&1)
+check_err $? "11-softib-sa-tables.py: $out"
+ktap_diag "${out#\# }"
+(( $(softib_stat sa_rmpp_evicted) >= evicted + 4 ))
+check_err $? "sa_rmpp_evicted $(softib_stat sa_rmpp_evicted), was $evicted: no bound"
+(( $(softib_stat sa_rmpp_active) <= 16 ))
+check_err $? "sa_rmpp_active $(softib_stat sa_rmpp_active) above the bound"
+slowwait 20 sh -c "grep -qx 'sa_rmpp_active 0' $SOFTIB_DBG/stats"
+check_err $? "transfers never given up: $(softib_stat sa_rmpp_active) active"
+(( $(softib_stat sa_rmpp_aborted) >= aborted + 16 ))
+check_err $? "sa_rmpp_aborted $(softib_stat sa_rmpp_aborted), was $aborted"
+out=$(saquery 2>&1)
+(($(grep -c "NodeRecord dump" <<<"$out") == 3))
+check_err $? "saquery after the stuck requester: $out"
+log_test "unacknowledged tables: bounded, evicted oldest first, given up"
 
 ktap_finish
