@@ -12,7 +12,7 @@ source "$(dirname "$0")/../lib.sh"
 DEV=softib0
 SYS=/sys/class/infiniband/$DEV
 
-ktap_header 13
+ktap_header 14
 
 # ib_cm is a client that must find the device too (it sets CM_SUP).
 modprobe ib_cm
@@ -104,6 +104,21 @@ for bad in 0 17; do
 	check_err $? "ports=$bad: no log line naming the fix"
 done
 log_test "ports=0 and ports=17 refused with EINVAL and a log line"
+
+RET=0
+out=$(load_softib sm=opensm 2>&1)
+check_fail $? "sm=opensm was accepted"
+grep -q "Invalid parameters" <<<"$out" && [[ ! -d /sys/module/softib ]]
+check_err $? "sm=opensm: '$out', or softib left behind"
+dmesg | grep -q "softib: sm=opensm is not a subnet manager mode: load with sm=builtin or sm=none"
+check_err $? "sm=opensm: no log line naming the fix"
+out=$(load_softib sm=none vnodes=4 2>&1)
+check_fail $? "sm=none with vnodes=4 was accepted"
+grep -q "Invalid parameters" <<<"$out" && [[ ! -d /sys/module/softib ]]
+check_err $? "sm=none vnodes=4: '$out', or softib left behind"
+dmesg | grep -q "softib: vnodes=4 needs the built-in SM's SA: load with sm=builtin or vnodes=0"
+check_err $? "sm=none vnodes=4: no log line naming the fix"
+log_test "sm=opensm, and vnodes with sm=none, refused with EINVAL and a log line"
 
 load_softib ports=4 && slowwait 10 softib_ports_active 1 2 3 4 >/dev/null &&
 	[[ $(rdma link show | grep -c "^link $DEV/") -eq 4 ]] &&
