@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 420
+# timeout-long: 1200
 #
 # Debian's OpenSM manages softib (sm=none): the ports wait in Init with
 # no LID until OpenSM, started on port 1, brings the subnet up through
@@ -12,7 +13,9 @@
 # editing partitions.conf and sending SIGHUP, OpenSM restarted (its
 # client reregister: the groups are joined again at the new SA) and
 # stopped (traffic goes on). Last, one partitions.conf given to the
-# built-in SM and to OpenSM gives the same P_Key tables.
+# built-in SM and to OpenSM gives the same P_Key tables. LONG=1: the
+# partition comes and goes 10 times, and OpenSM restarts 5 times under a
+# TCP stream that must survive every restart.
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -24,6 +27,8 @@ G2=$(osm_port_guid 2)
 DEF="Default=0x7fff, ipoib : ALL=full;"
 P1="p1=0x8001, ipoib : ALL=full;"
 P2="p2=0x8002, ipoib : ALL=full;"
+HUP_RUNS=1 RESTART_RUNS=1
+[[ $LONG == 1 ]] && HUP_RUNS=10 RESTART_RUNS=5
 
 ktap_header 11
 ktap_diag "IPOIB=$IPOIB"
@@ -168,32 +173,47 @@ check_err $? "0x8002 children not created"
 sleep 1
 carrier "$A" ib0.8002 pkey-absent
 check_err $? "ib0.8002 has carrier (or the wrong reason) before its partition exists"
-osm_write_partitions "$DEF" "$P1" "$P2" && osm_reread
-slowwait 30 carrier "$A" ib0.8002 up && slowwait 30 carrier "$B" ib1.8002 up
-check_err $? "0x8002 children without carrier after SIGHUP"
-slowwait 20 ip netns exec "$A" ping -c 1 -W 2 203.0.113.2 >/dev/null
-check_err $? "0x8002 children do not ping"
-osm_write_partitions "$DEF" "$P1" && osm_reread
-slowwait 30 carrier "$A" ib0.8002 pkey-absent && slowwait 30 carrier "$B" ib1.8002 pkey-absent
-check_err $? "0x8002 children kept carrier (or the wrong reason) with the partition gone"
-ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
-check_err $? "0x8001 stopped working"
+for ((run = 1; run <= HUP_RUNS && RET == 0; run++)); do
+	osm_write_partitions "$DEF" "$P1" "$P2" && osm_reread
+	slowwait 30 carrier "$A" ib0.8002 up && slowwait 30 carrier "$B" ib1.8002 up
+	check_err $? "run $run: 0x8002 children without carrier after SIGHUP"
+	slowwait 20 ip netns exec "$A" ping -c 1 -W 2 203.0.113.2 >/dev/null
+	check_err $? "run $run: 0x8002 children do not ping"
+	osm_write_partitions "$DEF" "$P1" && osm_reread
+	slowwait 30 carrier "$A" ib0.8002 pkey-absent &&
+		slowwait 30 carrier "$B" ib1.8002 pkey-absent
+	check_err $? "run $run: 0x8002 children kept carrier (or the wrong reason) with the partition gone"
+	ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+	check_err $? "run $run: 0x8001 stopped working"
+done
 log_test "partitions.conf edited and SIGHUP: a partition comes and goes"
 
 RET=0
-osm_stop
-: >"$OSM_DIR/opensm.log"
-osm_start
-check_err $? "OpenSM did not start again"
-# the new SA knows the groups that only joins create once the clients
-# reregistered and joined again
-slowwait 30 sh -c 'out=$(saquery -g 2>/dev/null) &&
-	echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:1$" &&
-	echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:2$"'
-check_err $? "the groups were not joined again at the new SA: $(saquery -g 2>&1 | grep MGID | xargs)"
-slowwait 20 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&
-	ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
-check_err $? "no ping after OpenSM restarted"
+# LONG=1: a TCP stream over the 0x8001 children across every restart
+if ((RESTART_RUNS > 1)); then
+	iperf_start "$A" "$B" 198.51.100.2 $((RESTART_RUNS * 12))
+	check_err $? "no TCP stream"
+fi
+for ((run = 1; run <= RESTART_RUNS && RET == 0; run++)); do
+	osm_stop
+	: >"$OSM_DIR/opensm.log"
+	osm_start
+	check_err $? "run $run: OpenSM did not start again"
+	# the new SA knows the groups that only joins create once the
+	# clients reregistered and joined again
+	slowwait 30 sh -c 'out=$(saquery -g 2>/dev/null) &&
+		echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:1$" &&
+		echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:2$"'
+	check_err $? "run $run: the groups were not joined again at the new SA: $(saquery -g 2>&1 | grep MGID | xargs)"
+	slowwait 20 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&
+		ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+	check_err $? "run $run: no ping after OpenSM restarted"
+done
+if ((RESTART_RUNS > 1)); then
+	wait "$IPERF_PID"
+	check_err $? "the TCP stream failed across the restarts"
+fi
+ktap_diag "$RESTART_RUNS restart(s)"
 log_test "OpenSM restarted: clients reregister and join again"
 
 RET=0
