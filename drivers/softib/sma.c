@@ -168,7 +168,7 @@ void softib_sma_port_info(struct softib_port *port, u32 in_port, bool key_ok,
 	pi->vl_arb_low_cap = SOFTIB_VLARB_CAP;
 	pi->inittypereply_mtucap = SOFTIB_MTU;
 	pi->vlstallcnt_hoqlife = port->vlstall_hoqlife;
-	pi->operationalvl_pei_peo_fpi_fpo = port->op_vls << 4;
+	pi->operationalvl_pei_peo_fpi_fpo = port->op_vls << 4 | port->pe_flags;
 	pi->mkey_violations = cpu_to_be16(port->mkey_violations);
 	pi->pkey_violations =
 		cpu_to_be16(min_t(u64, U16_MAX,
@@ -331,6 +331,14 @@ u16 softib_sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 	port->vlstall_hoqlife = pi->vlstallcnt_hoqlife;
 	if (op_vls)
 		port->op_vls = op_vls;
+	/*
+	 * Partition enforcement and raw packet filtering belong to a
+	 * switch's external ports: they keep the bits, which OpenSM sets
+	 * and reads back. At a CA port and switch port 0 they are reserved.
+	 */
+	if (!addressed)
+		WRITE_ONCE(port->pe_flags, pi->operationalvl_pei_peo_fpi_fpo &
+					   SOFTIB_PE_MASK);
 	/* writing 0 to a violation counter resets it */
 	if (!pi->mkey_violations)
 		port->mkey_violations = 0;

@@ -150,6 +150,11 @@ struct softib_port {
 	u8 width_enabled, speed_enabled, speed_ext_enabled;
 	u8 neighbor_mtu;
 	u8 op_vls;
+	/*
+	 * PortInfo PartitionEnforcementInbound/Outbound, FilterRawInbound/
+	 * Outbound (SOFTIB_PE_*): a switch external port's
+	 */
+	u8 pe_flags;
 	u8 vl_high_limit;
 	u8 vlstall_hoqlife;
 	u8 subnet_timeout;
@@ -176,6 +181,11 @@ enum softib_qp_ev {
 	SOFTIB_EV_LAST_WQE,	/* IB_EVENT_QP_LAST_WQE_REACHED */
 	SOFTIB_EV_MAX,
 };
+
+/* PortInfo byte 43, after OperationalVLs (IBTA 14.2.5.6, ib_port_info) */
+#define SOFTIB_PE_IN		0x08	/* PartitionEnforcementInbound */
+#define SOFTIB_PE_OUT		0x04	/* PartitionEnforcementOutbound */
+#define SOFTIB_PE_MASK		0x0f	/* and FilterRawInbound/Outbound */
 
 /*
  * The fabric's switch (switch.c): ports 0..nports, port N cabled to
