@@ -376,8 +376,11 @@ static void softib_deliver_ud(const struct softib_pkt *pkt,
 
 /*
  * The port that owns a unicast LID: its base LID with the LMC's low bits
- * masked. The built-in SM gives port N LID N, which is found at once; an
- * SM may give any LIDs, so the rest are searched (at most 16 ports).
+ * masked. Only for packets that do not come from a CA port (the SA's
+ * answers, the virtual nodes'): the switch routes the rest
+ * (softib_switch_unicast()). The built-in SM gives port N LID N, which
+ * is found at once; an SM may give any LIDs, so the rest are searched
+ * (at most 16 ports).
  */
 static struct softib_port *softib_lid_to_port(struct softib_dev *sdev, u16 lid)
 {
@@ -391,12 +394,34 @@ static struct softib_port *softib_lid_to_port(struct softib_dev *sdev, u16 lid)
 	}
 	for (i = 0; i < sdev->nports; i++) {
 		port = &sdev->ports[i];
-		if (READ_ONCE(port->lid) &&
-		    (lid & ~((1U << READ_ONCE(port->lmc)) - 1)) ==
-		    READ_ONCE(port->lid))
+		if (softib_port_owns_lid(port, lid))
 			return port;
 	}
 	return NULL;
+}
+
+/*
+ * The CA port a unicast packet to "dlid" reaches, or NULL (the discard
+ * is counted). *vnode is set, and NULL returned, for a virtual node's
+ * LID (vnode.c), which keeps its own path. From a CA port the packet
+ * goes through the switch by its forwarding table (switch.c); from
+ * elsewhere (the SA at the switch, a virtual node) by LID ownership.
+ */
+static struct softib_port *softib_unicast_dest(const struct softib_pkt *pkt,
+					       u16 dlid, bool smp, u32 *vnode)
+{
+	struct softib_port *dport;
+
+	*vnode = U32_MAX;
+	if (unlikely(dlid >= SOFTIB_VNODE_LID) && softib_vnode_lid(dlid, vnode))
+		return NULL;
+	if (likely(pkt->sport) &&
+	    dlid != READ_ONCE(pkt->sdev->sw.ports[0].lid))
+		return softib_switch_unicast(pkt, dlid, smp);
+	dport = softib_lid_to_port(pkt->sdev, dlid);
+	if (!dport && pkt->sport)
+		softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);
+	return dport;
 }
 
 /* Route one datagram by DLID and deliver it. */
@@ -457,14 +482,13 @@ void softib_route_pkt(struct softib_pkt *pkt)
 		goto out_unlock;
 	}
 
-	dport = softib_lid_to_port(sdev, dlid);
-	if (!dport && softib_vnode_lid(dlid, &vnode)) {
-		softib_vnode_recv(pkt, vnode);
-		goto out_unlock;
-	}
+	dport = softib_unicast_dest(pkt, dlid,
+				    pkt->src &&
+				    pkt->src->ibqp.qp_type == IB_QPT_SMI,
+				    &vnode);
 	if (!dport) {
-		if (pkt->sport)
-			softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);
+		if (vnode != U32_MAX)
+			softib_vnode_recv(pkt, vnode);
 		goto out_unlock;
 	}
 	if (wqe->remote_qpn <= 1)
@@ -634,8 +658,8 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 
 	rcu_read_lock();
 	ret = IB_WC_RETRY_EXC_ERR;
-	dport = softib_lid_to_port(qp->sdev, qp->av.dlid);
-	if (!dport && softib_vnode_lid(qp->av.dlid, &vnode)) {
+	dport = softib_unicast_dest(&pkt, qp->av.dlid, false, &vnode);
+	if (!dport && vnode != U32_MAX) {
 		ret = softib_vnode_rc_recv(&pkt, vnode, qp->dest_qpn);
 		if (ret == IB_WC_SUCCESS) {
 			atomic64_inc(&sport->cnt.xmit_packets);
@@ -643,10 +667,8 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 		}
 		goto out_unlock;
 	}
-	if (!dport) {
-		softib_drop(sport, SOFTIB_DROP_NO_DEST);
+	if (!dport)
 		goto out_unlock;
-	}
 	dqp = xa_load(&qp->sdev->qps, qp->dest_qpn);
 	if (!dqp || dqp->port_num != dport->num ||
 	    dqp->ibqp.qp_type != IB_QPT_RC ||

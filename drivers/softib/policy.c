@@ -12,7 +12,8 @@
  * QPs bound to other indices are undisturbed), puts the default partition
  * at index 0, pre-creates the IPoIB broadcast group of every "ipoib"
  * partition and dispatches IB_EVENT_PKEY_CHANGE to ports whose table
- * changed.
+ * changed. The switch ports cabled to them get the same tables, with
+ * partition enforcement on, as OpenSM programs a switch.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
@@ -550,6 +551,8 @@ static int softib_policy_apply(struct softib_dev *sdev,
 	for (port = 1; port <= sdev->nports; port++) {
 		struct softib_port *pp = softib_port(sdev, port);
 
+		/* the switch port at the other end first (switch.c) */
+		softib_switch_sm_pkeys(sdev, port, tables[port]);
 		spin_lock_irqsave(&pp->lock, flags);
 		changed[port] = memcmp(pp->pkeys, tables[port],
 				       sizeof(pp->pkeys)) != 0;

@@ -334,7 +334,8 @@ u16 softib_sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 	/*
 	 * Partition enforcement and raw packet filtering belong to a
 	 * switch's external ports: they keep the bits, which OpenSM sets
-	 * and reads back. At a CA port and switch port 0 they are reserved.
+	 * and reads back, and softib_switch_unicast() goes by them. At a
+	 * CA port and switch port 0 they are reserved.
 	 */
 	if (!addressed)
 		WRITE_ONCE(port->pe_flags, pi->operationalvl_pei_peo_fpi_fpo &
@@ -536,6 +537,12 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 	} else if (new_state != old_state) {
 		softib_port_set_state(port, new_state);
 	}
+	/*
+	 * The built-in SM routes the port's new LIDs before anyone hears
+	 * of them: traffic follows once its senders look them up again.
+	 */
+	if ((events & SMA_EV_LID) && softib_builtin_sm)
+		softib_switch_sm_lid(sdev, port_num);
 	sma_raise(port, events);
 	return status;
 }

@@ -152,7 +152,8 @@ struct softib_port {
 	u8 op_vls;
 	/*
 	 * PortInfo PartitionEnforcementInbound/Outbound, FilterRawInbound/
-	 * Outbound (SOFTIB_PE_*): a switch external port's
+	 * Outbound (SOFTIB_PE_*): a switch external port's; the data path
+	 * reads them with READ_ONCE
 	 */
 	u8 pe_flags;
 	u8 vl_high_limit;
@@ -187,10 +188,21 @@ enum softib_qp_ev {
 #define SOFTIB_PE_OUT		0x04	/* PartitionEnforcementOutbound */
 #define SOFTIB_PE_MASK		0x0f	/* and FilterRawInbound/Outbound */
 
+/* Why the switch discarded a packet; counted per switch port. */
+enum softib_sw_drop {
+	SOFTIB_SW_DROP_RCV_PKEY,	/* in: PartitionEnforcementInbound */
+	SOFTIB_SW_DROP_XMIT_PKEY,	/* out: PartitionEnforcementOutbound */
+	SOFTIB_SW_DROP_UNROUTED,	/* in: no LFT entry, or back out of it */
+	SOFTIB_SW_DROP_PORT_DOWN,	/* in or out: the switch port not up */
+	SOFTIB_SW_DROP_MAX,
+};
+
 /*
  * The fabric's switch (switch.c): ports 0..nports, port N cabled to
  * softib0's port N. Its ports are softib_ports for their PortInfo and
- * P_Key state (no QPs, no counters). lock protects the rest.
+ * P_Key state (no QPs, no counters of their own: discards[] instead).
+ * lock protects the rest; the data path reads lft, mft, lft_top and
+ * the ports' P_Key tables and pe_flags with READ_ONCE, without it.
  */
 struct softib_switch {
 	struct softib_dev *sdev;
@@ -204,6 +216,7 @@ struct softib_switch {
 	char node_desc[IB_DEVICE_NODE_DESC_MAX];
 	atomic64_t sma_answered, sma_dropped, dr_forwarded, dr_discards;
 	struct softib_port ports[SOFTIB_MAX_PORTS + 1];
+	atomic64_t discards[SOFTIB_MAX_PORTS + 1][SOFTIB_SW_DROP_MAX];
 };
 
 struct softib_dev {
@@ -534,6 +547,14 @@ static inline bool softib_qp_sq_runs(enum ib_qp_state state)
 	       state == IB_QPS_ERR;
 }
 
+/* Is "lid" one of a CA port's, its base LID with the LMC's bits masked? */
+static inline bool softib_port_owns_lid(struct softib_port *port, u16 lid)
+{
+	u16 base = READ_ONCE(port->lid);
+
+	return base && (lid & ~((1U << READ_ONCE(port->lmc)) - 1)) == base;
+}
+
 static inline __be64 softib_port_guid(u32 port)
 {
 	return cpu_to_be64(SOFTIB_NODE_GUID | port);
@@ -596,6 +617,11 @@ int softib_process_mad(struct ib_device *ibdev, int mad_flags, u32 port_num,
 int softib_switch_init(struct softib_dev *sdev);
 void softib_switch_cleanup(struct softib_dev *sdev);
 void softib_switch_sm(struct softib_dev *sdev);
+void softib_switch_sm_lid(struct softib_dev *sdev, u32 num);
+void softib_switch_sm_pkeys(struct softib_dev *sdev, u32 num,
+			    const u16 *pkeys);
+struct softib_port *softib_switch_unicast(const struct softib_pkt *pkt,
+					  u16 dlid, bool smp);
 void softib_switch_link(struct softib_dev *sdev, u32 num, bool up);
 bool softib_switch_port_enabled(struct softib_dev *sdev, u32 num);
 void softib_switch_recv(const struct softib_pkt *pkt, u32 in);

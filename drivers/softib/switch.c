@@ -23,11 +23,18 @@
  * The built-in SM programs them as it programs the CA ports: the switch
  * at the SM LID, port N's LID behind switch port N.
  *
+ * Whichever SM programmed them, the data path goes by them: a packet
+ * from a CA port to another port's LID enters the switch at the port it
+ * is cabled to, leaves by the LFT entry of its DLID, and the partition
+ * enforcement bits of each switch port's PortInfo decide whether its
+ * P_Key table is checked on the way in and out (softib_switch_unicast()).
+ *
  * Context: the sending QP's send engine (process context); the switch's
  * lock is a spinlock, never held while a packet is delivered.
  *
  * Copyright (C) 2026 The ipoib-ng authors
  */
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_smi.h>
@@ -104,7 +111,8 @@ void softib_switch_cleanup(struct softib_dev *sdev)
 /*
  * The built-in SM programs the switch as a real SM would: LID and SM LID
  * of port 0, port N's LID (N) out of port N, its own LID to port 0, the
- * ports it sees up made Active.
+ * ports it sees up made Active. The P_Key tables and partition
+ * enforcement of the external ports follow the policy (policy.c).
  */
 void softib_switch_sm(struct softib_dev *sdev)
 {
@@ -122,6 +130,61 @@ void softib_switch_sm(struct softib_dev *sdev)
 		sw->lft[i] = i;
 	sw->lft_top = SOFTIB_SM_LID;
 	spin_unlock_irqrestore(&sw->lock, flags);
+}
+
+/*
+ * The built-in SM routes again after a PortInfo Set gave CA port "num"
+ * new LIDs (sma.c): the LIDs that went out of switch port "num" go
+ * nowhere, the port's LIDs now (base LID, LMC) go there, as OpenSM's
+ * next sweep would program them. LFTTop grows to cover them.
+ */
+void softib_switch_sm_lid(struct softib_dev *sdev, u32 num)
+{
+	struct softib_port *port = softib_port(sdev, num);
+	struct softib_switch *sw = &sdev->sw;
+	unsigned long flags;
+	u32 lid, base, n, top;
+
+	spin_lock_irqsave(&port->lock, flags);
+	base = port->lid;
+	n = 1U << port->lmc;
+	spin_unlock_irqrestore(&port->lock, flags);
+
+	spin_lock_irqsave(&sw->lock, flags);
+	top = sw->lft_top;
+	for (lid = 1; lid <= top; lid++)
+		if (sw->lft[lid] == num)
+			WRITE_ONCE(sw->lft[lid], SW_PORT_NONE);
+	for (lid = base; base && lid < base + n && lid < SOFTIB_SW_LFT_CAP;
+	     lid++) {
+		WRITE_ONCE(sw->lft[lid], num);
+		top = max(top, lid);
+	}
+	WRITE_ONCE(sw->lft_top, top);
+	spin_unlock_irqrestore(&sw->lock, flags);
+}
+
+/*
+ * The built-in SM's partitions at switch port "num", as OpenSM programs
+ * a switch's external ports (osm_pkey_mgr.c, part_enforce "both", its
+ * default): the P_Key table of the CA port at the other end of the
+ * cable, enforced inbound and outbound. policy.c calls this before it
+ * writes the CA port's table, so that a P_Key a CA port gains already
+ * passes the switch, and one it loses the CA port drops anyway.
+ */
+void softib_switch_sm_pkeys(struct softib_dev *sdev, u32 num,
+			    const u16 *pkeys)
+{
+	struct softib_port *p = &sdev->sw.ports[num];
+	unsigned long flags;
+	int i;
+
+	spin_lock_irqsave(&p->lock, flags);
+	for (i = 0; i < SOFTIB_PKEY_TBL_LEN; i++)
+		WRITE_ONCE(p->pkeys[i], pkeys[i]);
+	WRITE_ONCE(p->pe_flags, (p->pe_flags & ~SOFTIB_PE_MASK) |
+		   SOFTIB_PE_IN | SOFTIB_PE_OUT);
+	spin_unlock_irqrestore(&p->lock, flags);
 }
 
 /*
@@ -522,10 +585,134 @@ out_free:
 	kfree(req);
 }
 
+/*
+ * The data path through the switch, as the hardware forwards: the tables
+ * an SM programmed are read with READ_ONCE and never locked (their
+ * writers hold sw->lock, or a port's lock, one entry at a time), nothing
+ * is allocated, and a discard is one atomic add. Runs in the sender's
+ * send engine under rcu_read_lock(), like the rest of the delivery.
+ */
+
+static void sw_discard(struct softib_switch *sw, u32 port,
+		       enum softib_sw_drop why)
+{
+	atomic64_inc(&sw->discards[port][why]);
+}
+
+/*
+ * May a packet pass switch port "p"? Data needs it Active; SMPs (VL15)
+ * pass in Init and Armed too, as they must for an SM to bring it up.
+ */
+static bool sw_port_up(struct softib_port *p, bool smp)
+{
+	enum ib_port_state state = READ_ONCE(p->state);
+
+	return state == IB_PORT_ACTIVE ||
+	       (smp && (state == IB_PORT_INIT || state == IB_PORT_ARMED));
+}
+
+/*
+ * Partition enforcement at a switch port (IBTA 10.9.3): with the
+ * PortInfo bit "pe" set, the packet's partition (the low 15 bits of its
+ * P_Key) must be in the port's table. The membership bit is not
+ * compared: an SM gives the switch port the table of its CA port,
+ * limited entries as limited (OpenSM's pkey_mgr_update_peer_port()),
+ * so "not both limited" here would cut a limited member off from the
+ * full members it may talk to. The receiving CA port checks membership
+ * (softib_pkey_match()). The default partition is usually at index 0:
+ * the loop ends there for most traffic.
+ */
+static bool sw_pkey_ok(struct softib_port *p, u8 pe, u16 pkey)
+{
+	int i;
+
+	if (!(READ_ONCE(p->pe_flags) & pe))
+		return true;
+	pkey &= 0x7fff;
+	if (!pkey)	/* the invalid P_Key; 0 entries are no entries */
+		return false;
+	for (i = 0; i < SOFTIB_PKEY_TBL_LEN; i++)
+		if ((READ_ONCE(p->pkeys[i]) & 0x7fff) == pkey)
+			return true;
+	return false;
+}
+
+/*
+ * May a packet pass switch port "num" on its way in (pe SOFTIB_PE_IN) or
+ * out (SOFTIB_PE_OUT)? The port must be up and, but for SMPs, the
+ * packet's P_Key pass the port's partition check; a discard is counted.
+ */
+static bool sw_pass(struct softib_switch *sw, u32 num, bool smp, u8 pe,
+		    u16 pkey)
+{
+	struct softib_port *p = &sw->ports[num];
+
+	if (unlikely(!sw_port_up(p, smp))) {
+		sw_discard(sw, num, SOFTIB_SW_DROP_PORT_DOWN);
+		return false;
+	}
+	if (!smp && unlikely(!sw_pkey_ok(p, pe, pkey))) {
+		sw_discard(sw, num, pe == SOFTIB_PE_IN ?
+			   SOFTIB_SW_DROP_RCV_PKEY : SOFTIB_SW_DROP_XMIT_PKEY);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A unicast packet from CA port pkt->sport to "dlid" (a LID, not the
+ * permissive LID or the switch's). Returns the CA port that takes it, or
+ * NULL with the discard counted. A DLID of the sending port itself
+ * loops back inside the HCA and never reaches the switch. Otherwise the
+ * packet enters switch port S (partition check inbound), goes out of
+ * the port LFT[dlid] names (partition check outbound), and the CA port
+ * there takes it only if the DLID is one of its LIDs. Subnet management
+ * packets ("smp", VL15) are never P_Key checked.
+ */
+struct softib_port *softib_switch_unicast(const struct softib_pkt *pkt,
+					  u16 dlid, bool smp)
+{
+	struct softib_port *sport = pkt->sport, *dport;
+	struct softib_dev *sdev = pkt->sdev;
+	struct softib_switch *sw = &sdev->sw;
+	u32 s = sport->num, o;
+
+	if (softib_port_owns_lid(sport, dlid))
+		return sport;
+
+	if (unlikely(!sw_pass(sw, s, smp, SOFTIB_PE_IN, pkt->pkey)))
+		return NULL;
+	/* beyond LinearFDBTop, 0xff or port 0: the switch has no way out */
+	o = dlid <= READ_ONCE(sw->lft_top) ? READ_ONCE(sw->lft[dlid]) :
+					      SW_PORT_NONE;
+	if (unlikely(o < 1 || o > sdev->nports || o == s)) {
+		sw_discard(sw, s, SOFTIB_SW_DROP_UNROUTED);
+		/* and, as before the switch routed, at the sender */
+		atomic64_inc(&sport->cnt.drops[SOFTIB_DROP_NO_DEST]);
+		return NULL;
+	}
+	if (unlikely(!sw_pass(sw, o, smp, SOFTIB_PE_OUT, pkt->pkey)))
+		return NULL;
+	dport = softib_port(sdev, o);
+	if (unlikely(!softib_port_owns_lid(dport, dlid))) {
+		/* misrouted: the CA port's link layer drops it */
+		atomic64_inc(&dport->cnt.drops[SOFTIB_DROP_NO_DEST]);
+		return NULL;
+	}
+	return dport;
+}
+
+static const char * const sw_drop_names[SOFTIB_SW_DROP_MAX] = {
+	[SOFTIB_SW_DROP_RCV_PKEY] = "rcv_constraint",
+	[SOFTIB_SW_DROP_XMIT_PKEY] = "xmit_constraint",
+	[SOFTIB_SW_DROP_UNROUTED] = "unrouted",
+	[SOFTIB_SW_DROP_PORT_DOWN] = "port_down",
+};
+
 int softib_switch_show(struct seq_file *m, struct softib_dev *sdev)
 {
 	struct softib_switch *sw = &sdev->sw;
-	u32 i;
+	u32 i, d;
 
 	seq_printf(m, "guid 0x%016llx\nlid 0x%x\nlft_top 0x%x\nmft_top 0x%x\n",
 		   SOFTIB_SWITCH_GUID, READ_ONCE(sw->ports[0].lid),
@@ -535,9 +722,15 @@ int softib_switch_show(struct seq_file *m, struct softib_dev *sdev)
 		   atomic64_read(&sw->sma_dropped),
 		   atomic64_read(&sw->dr_forwarded),
 		   atomic64_read(&sw->dr_discards));
-	for (i = 0; i <= sdev->nports; i++)
-		seq_printf(m, "port %u state %u phys %u\n", i,
+	for (i = 0; i <= sdev->nports; i++) {
+		seq_printf(m, "port %u state %u phys %u enforce 0x%x", i,
 			   READ_ONCE(sw->ports[i].state),
-			   READ_ONCE(sw->ports[i].phys_state));
+			   READ_ONCE(sw->ports[i].phys_state),
+			   READ_ONCE(sw->ports[i].pe_flags));
+		for (d = 0; d < SOFTIB_SW_DROP_MAX; d++)
+			seq_printf(m, " %s %lld", sw_drop_names[d],
+				   atomic64_read(&sw->discards[i][d]));
+		seq_putc(m, '\n');
+	}
 	return 0;
 }
