@@ -424,6 +424,45 @@ static struct softib_port *softib_unicast_dest(const struct softib_pkt *pkt,
 	return dport;
 }
 
+/*
+ * Multicast: the sending port's own QPs attached to the group hear it
+ * inside the HCA (unless the sending QP blocks its loopback); the other
+ * ports hear it if the switch puts it out of theirs (its MFT entry),
+ * each delivering to the QPs attached on that port only. A datagram
+ * that comes from no CA port (a virtual node's) reaches every attached
+ * QP, as it did before the switch forwarded multicast.
+ * Called under rcu_read_lock().
+ */
+static void softib_route_mcast(struct softib_pkt *pkt, u16 mlid)
+{
+	struct softib_dev *sdev = pkt->sdev;
+	struct softib_mcast_attach *a;
+	struct softib_mcast *mc;
+	u32 s = 0, ports = U32_MAX;
+	struct softib_qp *qp;
+
+	pkt->mcast = true;
+	list_for_each_entry_rcu(mc, &sdev->mcast, list) {
+		if (mc->mlid != mlid)
+			continue;
+		if (pkt->sport) {
+			s = pkt->sport->num;
+			ports = softib_switch_mcast(pkt, mlid) | BIT(s);
+		}
+		list_for_each_entry_rcu(a, &mc->attached, list) {
+			qp = a->qp;
+			if (!(ports & BIT(qp->port_num)))
+				continue;
+			if (qp == pkt->src && qp->block_mcast_loopback)
+				continue;
+			softib_deliver_ud(pkt, qp);
+		}
+		if (softib_vnodes)
+			softib_vnode_recv_mcast(pkt, &mc->mgid);
+		break;
+	}
+}
+
 /* Route one datagram by DLID and deliver it. */
 void softib_route_pkt(struct softib_pkt *pkt)
 {
@@ -462,23 +501,7 @@ void softib_route_pkt(struct softib_pkt *pkt)
 
 	rcu_read_lock();
 	if (dlid >= SOFTIB_MLID_BASE && dlid != SOFTIB_LID_PERMISSIVE) {
-		struct softib_mcast_attach *a;
-		struct softib_mcast *mc;
-
-		pkt->mcast = true;
-		list_for_each_entry_rcu(mc, &sdev->mcast, list) {
-			if (mc->mlid != dlid)
-				continue;
-			list_for_each_entry_rcu(a, &mc->attached, list) {
-				if (a->qp == pkt->src &&
-				    a->qp->block_mcast_loopback)
-					continue;
-				softib_deliver_ud(pkt, a->qp);
-			}
-			if (softib_vnodes)
-				softib_vnode_recv_mcast(pkt, &mc->mgid);
-			break;
-		}
+		softib_route_mcast(pkt, dlid);
 		goto out_unlock;
 	}
 

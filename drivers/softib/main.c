@@ -435,9 +435,13 @@ err_unregister_pdev:
 err_destroy_wq:
 	destroy_workqueue(sdev->wq);
 err_switch_cleanup:
+	/* the SA's groups first: freeing one clears its MFT entry */
+	softib_sa_cleanup(sdev);
 	softib_switch_cleanup(sdev);
+	goto err_free_ports;
 err_sa_cleanup:
 	softib_sa_cleanup(sdev);
+err_free_ports:
 	kfree(sdev->ports);
 err_dealloc:
 	ib_dealloc_device(&sdev->ibdev);
@@ -469,8 +473,8 @@ static void softib_destroy(struct softib_dev *sdev)
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);
 	destroy_workqueue(sdev->wq);
-	softib_switch_cleanup(sdev);
 	softib_sa_cleanup(sdev);
+	softib_switch_cleanup(sdev);
 	platform_device_unregister(sdev->pdev);
 	kfree(sdev->ports);
 	ib_dealloc_device(&sdev->ibdev);

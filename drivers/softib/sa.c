@@ -220,6 +220,42 @@ void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 	r[PR_LIFE] = SEL_EXACTLY | SOFTIB_PKT_LIFE;
 }
 
+/* JoinState bits of a member that receives (IBTA 15.2.5.17) */
+#define MC_JOIN_RECEIVES	(BIT(0) | BIT(1))	/* full, non-member */
+
+/*
+ * The built-in SM's MFT entry for a group (switch.c): the switch ports
+ * cabled to CA ports with a member that receives: a full member or a
+ * non-member. A send-only member (non-member or full) only sends; the
+ * switch takes its packets in at its port whatever the MFT says there,
+ * and IBTA has it receive nothing, so its port's bit is left clear, as
+ * OpenSM leaves send-only members out of the multicast tree. ib_sa joins
+ * once per port and group with the union of its local joins, so a port
+ * with a full member and a send-only one still gets the group. The
+ * switch reads the entry without a lock: it is written before the SA
+ * answers the join (and after the leave), so a joined port hears the
+ * group from the first packet on.
+ */
+static void softib_mcg_program(struct softib_dev *sdev,
+			       const struct softib_mcg *g)
+{
+	struct softib_mcg_member *m;
+	struct softib_port *port;
+	u32 mask = 0;
+
+	lockdep_assert_held(&sdev->sa_lock);
+	if (!softib_builtin_sm)
+		return;
+	list_for_each_entry(m, &g->members, list) {
+		if (!(m->join_state & MC_JOIN_RECEIVES))
+			continue;
+		port = softib_gid_to_port(sdev, &m->port_gid);
+		if (port)
+			mask |= BIT(port->num);
+	}
+	softib_switch_sm_mft(sdev, g->mlid, mask);
+}
+
 static struct softib_mcg *softib_mcg_find(struct softib_dev *sdev,
 					  const union ib_gid *mgid)
 {
@@ -288,6 +324,9 @@ void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g)
 		kfree(m);
 	}
 	list_del(&g->list);
+	/* the MLID goes: nothing left for the switch to forward */
+	if (softib_builtin_sm)
+		softib_switch_sm_mft(sdev, g->mlid, 0);
 	ida_free(&sdev->mlids, g->mlid);
 	sdev->sa_groups--;
 	kfree(g);
@@ -377,6 +416,8 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 		}
 		if (list_empty(&g->members) && !g->permanent)
 			softib_mcg_free(sdev, g);
+		else
+			softib_mcg_program(sdev, g);
 		return 0;
 	}
 
@@ -422,6 +463,7 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 		list_add_tail(&m->list, &g->members);
 	}
 	m->join_state |= join;
+	softib_mcg_program(sdev, g);
 	softib_mcg_fill(g, &port_gid, m->join_state, resp->data);
 	return 0;
 }

@@ -618,10 +618,12 @@ int softib_switch_init(struct softib_dev *sdev);
 void softib_switch_cleanup(struct softib_dev *sdev);
 void softib_switch_sm(struct softib_dev *sdev);
 void softib_switch_sm_lid(struct softib_dev *sdev, u32 num);
+void softib_switch_sm_mft(struct softib_dev *sdev, u16 mlid, u32 mask);
 void softib_switch_sm_pkeys(struct softib_dev *sdev, u32 num,
 			    const u16 *pkeys);
 struct softib_port *softib_switch_unicast(const struct softib_pkt *pkt,
 					  u16 dlid, bool smp);
+u32 softib_switch_mcast(const struct softib_pkt *pkt, u16 mlid);
 void softib_switch_link(struct softib_dev *sdev, u32 num, bool up);
 bool softib_switch_port_enabled(struct softib_dev *sdev, u32 num);
 void softib_switch_recv(const struct softib_pkt *pkt, u32 in);

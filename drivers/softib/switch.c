@@ -27,7 +27,8 @@
  * from a CA port to another port's LID enters the switch at the port it
  * is cabled to, leaves by the LFT entry of its DLID, and the partition
  * enforcement bits of each switch port's PortInfo decide whether its
- * P_Key table is checked on the way in and out (softib_switch_unicast()).
+ * P_Key table is checked on the way in and out; multicast leaves by the
+ * MFT entry of its MLID (softib_switch_unicast(), softib_switch_mcast()).
  *
  * Context: the sending QP's send engine (process context); the switch's
  * lock is a spinlock, never held while a packet is delivered.
@@ -112,7 +113,8 @@ void softib_switch_cleanup(struct softib_dev *sdev)
  * The built-in SM programs the switch as a real SM would: LID and SM LID
  * of port 0, port N's LID (N) out of port N, its own LID to port 0, the
  * ports it sees up made Active. The P_Key tables and partition
- * enforcement of the external ports follow the policy (policy.c).
+ * enforcement of the external ports follow the policy (policy.c), the
+ * MFT the SA's groups (sa.c).
  */
 void softib_switch_sm(struct softib_dev *sdev)
 {
@@ -161,6 +163,23 @@ void softib_switch_sm_lid(struct softib_dev *sdev, u32 num)
 		top = max(top, lid);
 	}
 	WRITE_ONCE(sw->lft_top, top);
+	spin_unlock_irqrestore(&sw->lock, flags);
+}
+
+/*
+ * The built-in SM's MFT entry of one MLID: the ports with members that
+ * receive (sa.c). A store of the whole mask: the data path reads it
+ * with one READ_ONCE.
+ */
+void softib_switch_sm_mft(struct softib_dev *sdev, u16 mlid, u32 mask)
+{
+	struct softib_switch *sw = &sdev->sw;
+	unsigned long flags;
+
+	if (mlid < SOFTIB_MLID_BASE || mlid >= SOFTIB_LID_PERMISSIVE)
+		return;
+	spin_lock_irqsave(&sw->lock, flags);
+	WRITE_ONCE(sw->mft[mlid - SOFTIB_MLID_BASE], mask);
 	spin_unlock_irqrestore(&sw->lock, flags);
 }
 
@@ -700,6 +719,47 @@ struct softib_port *softib_switch_unicast(const struct softib_pkt *pkt,
 		return NULL;
 	}
 	return dport;
+}
+
+/*
+ * A multicast packet from CA port pkt->sport to "mlid": the mask of CA
+ * ports, besides the sending one, that the switch puts it out of. The
+ * MFT entry without the port it came in on, each port there up and
+ * passing the outbound partition check; nothing if the inbound check
+ * fails. Each discard is counted once per packet and port, not per QP.
+ */
+u32 softib_switch_mcast(const struct softib_pkt *pkt, u16 mlid)
+{
+	struct softib_switch *sw = &pkt->sdev->sw;
+	u32 s = pkt->sport->num, o, mask;
+	struct softib_port *out;
+
+	mask = READ_ONCE(sw->mft[mlid - SOFTIB_MLID_BASE]) &
+	       GENMASK(pkt->sdev->nports, 1) & ~BIT(s);
+	if (!mask)
+		return 0;
+	if (unlikely(!sw_port_up(&sw->ports[s], false))) {
+		sw_discard(sw, s, SOFTIB_SW_DROP_PORT_DOWN);
+		return 0;
+	}
+	if (unlikely(!sw_pkey_ok(&sw->ports[s], SOFTIB_PE_IN, pkt->pkey))) {
+		sw_discard(sw, s, SOFTIB_SW_DROP_RCV_PKEY);
+		return 0;
+	}
+	for (o = 1; o <= pkt->sdev->nports; o++) {
+		if (!(mask & BIT(o)))
+			continue;
+		out = &sw->ports[o];
+		if (unlikely(!sw_port_up(out, false))) {
+			sw_discard(sw, o, SOFTIB_SW_DROP_PORT_DOWN);
+			mask &= ~BIT(o);
+		} else if (unlikely(!sw_pkey_ok(out, SOFTIB_PE_OUT,
+					       pkt->pkey))) {
+			sw_discard(sw, o, SOFTIB_SW_DROP_XMIT_PKEY);
+			mask &= ~BIT(o);
+		}
+	}
+	return mask;
 }
 
 static const char * const sw_drop_names[SOFTIB_SW_DROP_MAX] = {
