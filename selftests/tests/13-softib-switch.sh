@@ -12,14 +12,22 @@
 # disabled and enabled again, which takes the CA port at the other end
 # of its cable with it. Four ports, so that the switch has more than
 # the ports of one test pair.
+#
+# Then the data path through the switch's tables, written by SMPs as an
+# SM writes them (13-softib-switch.py, a umad client): a LID's LFT entry
+# sent elsewhere or nowhere stops the traffic, and the misrouted and
+# unrouted packets are counted; the MFT entry the built-in SM made from
+# the SA's joins, followed by broadcast and updated on a leave; and
+# partition enforcement, inbound and outbound, at a switch port whose
+# P_Key table lacks a P_Key that its CA port still has.
 
 source "$(dirname "$0")/../lib.sh"
 
-require_cmd ping smpquery ibnetdiscover iblinkinfo ibswitches ibhosts ibroute ibportstate
+require_cmd ping python3 smpquery ibnetdiscover iblinkinfo ibswitches ibhosts ibroute ibportstate
 
 SYS=$SOFTIB_SYS
 
-ktap_header 9
+ktap_header 12
 ktap_diag "IPOIB=$IPOIB"
 
 modprobe ib_umad
@@ -138,5 +146,139 @@ out=$(perfquery 3 3 2>&1)
 (( $(smp_field "$out" LinkDownedCounter) == downed + 1 ))
 check_err $? "LinkDownedCounter was $downed: $out"
 log_test "switch port set Down: the link trains and is Active again"
+
+# The switch programmed by SMPs from port 1's umad client to its LID.
+umad=
+for d in /sys/class/infiniband_mad/umad*; do
+	[[ $(<"$d/ibdev") == softib0 && $(<"$d/port") == 1 ]] && umad=${d##*/}
+done
+swset() {
+	timeout 30 python3 "$(dirname "$0")/13-softib-switch.py" \
+		"/dev/infiniband/$umad" 256 "$@"
+}
+
+# sw_discards PORT NAME: a discard counter of a switch port (debugfs)
+sw_discards() {
+	awk -v p="$1" -v n="$2" '$1 == "port" && $2 == p {
+		for (i = 3; i < NF; i++) if ($i == n) print $(i + 1) }' \
+		"$SOFTIB_DBG/switch"
+}
+
+pings() {
+	ip netns exec "$A" ping -c 1 -W 1 "${1:-192.0.2.2}" >/dev/null
+}
+
+# LID 2 out of switch port 3: CA port 3 does not own LID 2 and drops
+# what reaches it; nowhere (0xff): the switch discards it; back to port 2.
+RET=0
+slowwait 20 pings
+check_err $? "no traffic before the LFT changes"
+old=$(swset lft 2 3)
+check_err $? "LFT Set of LID 2: $old"
+[[ $old == 2 ]]
+check_err $? "LFT entry of LID 2 was '$old'"
+grep -qE "^0x0002 003 : " <<<"$(ibroute 256 2>&1)"
+check_err $? "ibroute does not show LID 2 out of port 3"
+nd=$(softib_counter 3 drop_no_dest)
+! ip netns exec "$A" ping -c 3 -W 1 192.0.2.2 >/dev/null
+check_err $? "ping through a wrong LFT entry answered"
+(( $(softib_counter 3 drop_no_dest) > nd ))
+check_err $? "CA port 3 did not drop the packets for LID 2"
+un=$(sw_discards 1 unrouted)
+swset lft 2 0xff >/dev/null
+check_err $? "LFT Set of LID 2 to nowhere"
+! ip netns exec "$A" ping -c 3 -W 1 192.0.2.2 >/dev/null
+check_err $? "ping through an empty LFT entry answered"
+(( $(sw_discards 1 unrouted) > un ))
+check_err $? "switch port 1 unrouted stayed at $un: $(cat "$SOFTIB_DBG/switch")"
+swset lft 2 2 >/dev/null
+check_err $? "LFT Set of LID 2 back to port 2"
+slowwait 20 pings
+check_err $? "no traffic after the LFT entry is back"
+log_test "an LFT entry set by an SMP: traffic follows it, or is discarded"
+
+# The broadcast group's MFT entry: the built-in SM set the bits of the
+# ports with members (1 and 2); without port 2's bit, ARP from ib0 no
+# longer reaches ib1.
+RET=0
+bcast=ff12:401b:ffff:0000:0000:0000:ffff:ffff
+mlid=$(awk -v g=$bcast '$2 == g { print $1; exit }' "$SOFTIB_DBG/sa_members")
+mask=$(swset get-mft "$mlid")
+check_err $? "MFT Get of $mlid: $mask"
+(( (mask & 0x7) == 0x6 ))
+check_err $? "MFT entry of the broadcast group $mlid is $mask, not ports 1 and 2"
+swset mft "$mlid" $((mask & ~4)) >/dev/null
+check_err $? "MFT Set of $mlid"
+ip -n "$A" neigh flush dev ib0
+! ip netns exec "$A" ping -c 2 -W 1 192.0.2.2 >/dev/null
+check_err $? "ARP reached ib1 without its port in the MFT entry"
+swset mft "$mlid" "$mask" >/dev/null
+check_err $? "MFT Set of $mlid back"
+ip -n "$A" neigh flush dev ib0
+slowwait 20 pings
+check_err $? "no traffic after the MFT entry is back"
+log_test "multicast goes out of the ports of the MFT entry only"
+
+# ib1 leaves the group: the built-in SM clears port 2's bit; it joins
+# again: the bit is back.
+RET=0
+mft_bit() {
+	(( ($(swset get-mft "$mlid") & 4) == $1 ))
+}
+ip -n "$B" link set ib1 down
+slowwait 10 mft_bit 0
+check_err $? "port 2 still in the MFT entry after ib1 left: $(swset get-mft "$mlid")"
+ip -n "$B" link set ib1 up
+slowwait 20 mft_bit 4
+check_err $? "port 2 not in the MFT entry after ib1 joined again"
+slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null && slowwait 20 pings
+check_err $? "no traffic after ib1 is up again"
+log_test "the built-in SM's MFT follows the SA's joins and leaves"
+
+# Partition enforcement: the built-in SM gave switch port 2 CA port 2's
+# P_Key table, enforced both ways. Without 0x8001 there, the 0x8001
+# children cannot talk (outbound discards at port 2); with outbound
+# enforcement off, ib1.8001's answers are still stopped on the way in.
+RET=0
+softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;" &&
+	ipoib_child "$A" ib0 8001 198.51.100.1/24 &&
+	ipoib_child "$B" ib1 8001 198.51.100.2/24 &&
+	slowwait 20 ipoib_lower_up "$A" ib0.8001 >/dev/null &&
+	slowwait 20 ipoib_lower_up "$B" ib1.8001 >/dev/null &&
+	slowwait 20 pings 198.51.100.2
+check_err $? "0x8001 children up and pinging"
+out=$(smpquery portinfo 256 2 2>&1)
+[[ $(smp_field "$out" PartEnforceInb) == 1 && $(smp_field "$out" PartEnforceOutb) == 1 ]]
+check_err $? "switch port 2 does not enforce partitions: $out"
+tbl=$(swset get-pkeys 2)
+[[ $tbl == "0xffff 0x8001 "* ]]
+check_err $? "switch port 2's P_Key table: $tbl"
+xc=$(sw_discards 2 xmit_constraint)
+swset pkeys 2 0xffff >/dev/null
+check_err $? "P_KeyTable Set of switch port 2"
+[[ $(cat "$SYS/ports/2/pkeys/1") == 0x8001 ]]
+check_err $? "CA port 2 lost 0x8001 too"
+! ip netns exec "$A" ping -c 2 -W 1 198.51.100.2 >/dev/null
+check_err $? "0x8001 traffic passed switch port 2 without the P_Key"
+(( $(sw_discards 2 xmit_constraint) > xc ))
+check_err $? "switch port 2 xmit_constraint stayed at $xc: $(cat "$SOFTIB_DBG/switch")"
+pings
+check_err $? "the parent (0xffff) stopped working"
+rc=$(sw_discards 2 rcv_constraint)
+swset enforce 2 8 >/dev/null
+check_err $? "PortInfo Set of switch port 2's enforcement"
+out=$(smpquery portinfo 256 2 2>&1)
+[[ $(smp_field "$out" PartEnforceInb) == 1 && $(smp_field "$out" PartEnforceOutb) == 0 ]]
+check_err $? "switch port 2 enforcement not inbound only: $out"
+ip -n "$A" neigh flush dev ib0.8001
+! ip netns exec "$A" ping -c 2 -W 1 198.51.100.2 >/dev/null
+check_err $? "0x8001 answers passed switch port 2 inbound without the P_Key"
+(( $(sw_discards 2 rcv_constraint) > rc ))
+check_err $? "switch port 2 rcv_constraint stayed at $rc: $(cat "$SOFTIB_DBG/switch")"
+swset pkeys 2 0xffff 0x8001 >/dev/null && swset enforce 2 12 >/dev/null
+check_err $? "switch port 2 restored"
+slowwait 20 pings 198.51.100.2
+check_err $? "no 0x8001 traffic with the P_Key back at switch port 2"
+log_test "partition enforcement at a switch port, inbound and outbound"
 
 ktap_finish
