@@ -109,6 +109,14 @@ check_err $? "iblinkinfo: not two active links seen from both ends"
 out=$(smpquery pkeys "$((l2))" 2>&1)
 grep -q "0xffff 0x8001" <<<"$out"
 check_err $? "smpquery pkeys $((l2)): $out"
+# OpenSM (part_enforce both) gives switch port 2 CA port 2's P_Keys and
+# enforces them both ways; the data path goes by them (13-softib-switch)
+out=$(smpquery pkeys "$sw" 2 2>&1)
+grep -q "0x8001" <<<"$out"
+check_err $? "smpquery pkeys $sw 2 (switch port): $out"
+out=$(smpquery portinfo "$sw" 2 2>&1)
+[[ $(smp_field "$out" PartEnforceInb) == 1 && $(smp_field "$out" PartEnforceOutb) == 1 ]]
+check_err $? "OpenSM left switch port 2 without partition enforcement: $out"
 log_test "ibnetdiscover, ibswitches, ibhosts, iblinkinfo, smpquery with OpenSM's LIDs"
 
 RET=0
