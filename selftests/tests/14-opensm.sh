@@ -19,7 +19,7 @@
 
 source "$(dirname "$0")/../lib.sh"
 
-require_cmd ping saquery sminfo ibnetdiscover ibswitches ibhosts iblinkinfo smpquery perfquery
+require_cmd ping saquery sminfo ibnetdiscover ibswitches ibhosts iblinkinfo smpquery perfquery ibstat ibstatus ibaddr rdma
 
 SYS=$SOFTIB_SYS
 G1=$(osm_port_guid 1)
@@ -84,7 +84,20 @@ check_err $? "SM LID is not port 1's LID $l1"
 out=$(sminfo 2>&1)
 [[ $out == "sminfo: sm lid $((l1)) sm guid 0x2110bff00000001, activity count "*" priority 0 state 3 SMINFO_MASTER" ]]
 check_err $? "sminfo: $out"
-log_test "OpenSM on port 1 is master; LIDs $((l1)) and $((l2))"
+out=$(ibstat softib0 2>&1)
+(($(grep -c "State: Active" <<<"$out") == 2)) &&
+	grep -q "Base lid: $((l1))$" <<<"$out" && grep -q "Base lid: $((l2))$" <<<"$out" &&
+	(($(grep -c "SM lid: $((l1))$" <<<"$out") == 2))
+check_err $? "ibstat: $out"
+(($(ibstatus 2>&1 | grep -c "state:.*4: ACTIVE") == 2))
+check_err $? "ibstatus: not two ACTIVE ports"
+out=$(ibaddr 2>&1)
+[[ $out == "GID fe80::211:bff:0:1 LID start $l1 end $l1" ]]
+check_err $? "ibaddr: $out"
+out=$(rdma statistic show link softib0/2 2>&1)
+[[ $out == *" drop_pkey $(softib_counter 2 drop_pkey) "* ]]
+check_err $? "rdma statistic: $out"
+log_test "OpenSM on port 1 is master; ibstat, ibstatus, ibaddr, rdma statistic"
 
 RET=0
 out=$(ibnetdiscover 2>&1)
