@@ -118,6 +118,18 @@ w_netlink() {
 	done
 }
 
+# netns_flush: returns once the kernel has cleaned up every namespace
+# deleted before the call (see the use below).
+netns_flush() {
+	ip netns add churn-flush || return 1
+	if ! ip link add churn-flush type veth peer name flush0 netns churn-flush; then
+		ip netns del churn-flush
+		return 1
+	fi
+	ip netns del churn-flush
+	slowwait 120 sh -c '! ip link show churn-flush' >/dev/null 2>&1
+}
+
 w_netns() {
 	local i=0 ns
 
@@ -234,8 +246,13 @@ ktap_header 7
 ktap_diag "IPOIB=$IPOIB CHURN=${CHURN}s"
 
 modprobe ib_cm
+# netns_flush's veth: loaded before softib's baseline slab (the guest does
+# not autoload link types)
+modprobe veth
 load_softib && defer unload_softib && slowwait 10 softib_ports_active >/dev/null
 ktap_result $? "softib up" || ktap_finish
+# the namespaces hold slab of their own: in the baseline too
+setup_ns A B
 sleep 1
 objs_softib=$(objects)
 res_softib=$(rdma_res)
@@ -248,7 +265,6 @@ ipoib_fabric_up_again() {
 		slowwait 20 pings >/dev/null
 }
 
-setup_ns A B
 defer unload_ipoib
 softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;" \
 	"p2=0x0002, ipoib : ALL=full;" &&
@@ -309,10 +325,15 @@ for p in 0x8002 0x8003; do
 	ip netns exec "$A" sh -c "echo $p > /sys/class/net/ib0/delete_child" 2>/dev/null
 done
 slowwait 30 sh -c '! ip netns list | grep -q churn-' >/dev/null
-# in-tree returns the children of a deleted netns to init_net, late
+# in-tree's children have netns_refund: they come back to init_net when
+# the kernel's netns cleanup runs, which is queued work and can be many
+# seconds behind 'ip netns del'. That work is ordered, so once a
+# namespace deleted after all the others is gone, every earlier one has
+# handed its children back: a veth with its peer in it shows when.
+netns_flush
+check_err $? "the kernel's cleanup of deleted namespaces did not finish"
 if [[ $IPOIB == intree ]]; then
-	sleep 3
-	for d in $(ip -o link show | awk -F': ' '$2 ~ /^ns[0-9]+$/ { print $2 }'); do
+	for d in $(ip -o link show | awk -F': ' '$2 ~ /^(ns|dev)[0-9]+$/ { print $2 }'); do
 		ip link del "$d"
 	done
 fi
