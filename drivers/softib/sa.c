@@ -132,6 +132,33 @@ int softib_port_find_pkey(struct softib_port *port, u16 pkey)
 	return found;
 }
 
+/*
+ * The P_Key by which port "s" reaches port "d" in the partition of
+ * "pkey" (its low 15 bits), with s's membership bit; "d" NULL is a
+ * virtual node, a full member of every partition. 0 if either end is
+ * not in the partition, or both are limited members: a path needs a
+ * full member at one end.
+ */
+u16 softib_shared_pkey(struct softib_port *s, struct softib_port *d, u16 pkey)
+{
+	u16 sp, dp = 0x8000;
+	int i;
+
+	i = softib_port_find_pkey(s, pkey);
+	if (i < 0)
+		return 0;
+	sp = READ_ONCE(s->pkeys[i]);
+	if (d) {
+		i = softib_port_find_pkey(d, pkey);
+		if (i < 0)
+			return 0;
+		dp = READ_ONCE(d->pkeys[i]);
+	}
+	if (!((sp | dp) & 0x8000))
+		return 0;
+	return (pkey & 0x7fff) | (sp & 0x8000);
+}
+
 static void softib_sa_class_port_info(struct ib_sa_mad *resp)
 {
 	struct ib_class_port_info *cpi = (struct ib_class_port_info *)resp->data;
@@ -151,8 +178,7 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
 	struct softib_port *sport, *dport;
 	union ib_gid sgid, dgid;
-	u16 pkey, dlid, dkey;
-	int si, di;
+	u16 pkey, dlid;
 	u32 vnode;
 
 	if (!(comp & IB_SA_PATH_REC_DGID))
@@ -180,22 +206,11 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	/* a path exists only inside a partition both ends belong to */
 	pkey = (comp & IB_SA_PATH_REC_PKEY) ? get_be16(q + PR_PKEY) :
 					      READ_ONCE(sport->pkeys[0]);
-	si = softib_port_find_pkey(sport, pkey);
-	if (si < 0)
-		return SOFTIB_SA_ERR_NO_RECORDS;
-	dkey = 0x8000;
-	if (dport) {
-		di = softib_port_find_pkey(dport, pkey);
-		if (di < 0)
-			return SOFTIB_SA_ERR_NO_RECORDS;
-		dkey = READ_ONCE(dport->pkeys[di]);
-	}
-	if (!((READ_ONCE(sport->pkeys[si]) | dkey) & 0x8000))
+	pkey = softib_shared_pkey(sport, dport, pkey);
+	if (!pkey)
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
-	softib_sa_path_fill(r, &sgid, &dgid, READ_ONCE(sport->lid), dlid,
-			    (pkey & 0x7fff) |
-			    (READ_ONCE(sport->pkeys[si]) & 0x8000),
+	softib_sa_path_fill(r, &sgid, &dgid, READ_ONCE(sport->lid), dlid, pkey,
 			    (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ?
 			    q[PR_TCLASS] : 0);
 	return 0;

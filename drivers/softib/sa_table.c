@@ -142,6 +142,12 @@ u8 *softib_sa_table_slot(struct softib_sa_table *t)
 	return buf;
 }
 
+/* take back the record softib_sa_table_slot() last gave: it did not match */
+static void sa_table_unslot(struct softib_sa_table *t)
+{
+	t->len -= ALIGN(t->rec_len, 8);
+}
+
 /*
  * The fabric's nodes as the SA lists them: each CA port with a LID (a CA
  * port is a node record of its own, with its own LID), then the switch
@@ -210,7 +216,7 @@ static int sa_node_table(struct softib_dev *sdev, const struct sa_end *e,
 		}
 		memcpy(r + NR_NODE_INFO, smp->data, 40);
 		if (!sa_match(node_comps, ARRAY_SIZE(node_comps), comp, r, q))
-			t->len -= ALIGN(t->rec_len, 8);
+			sa_table_unslot(t);
 	}
 	kfree(smp);
 	return 0;
@@ -243,7 +249,7 @@ static int sa_portinfo_rec(struct softib_port *p, u16 lid, u32 num,
 	want = get_unaligned_be32(q + PIR_CAP_MASK);
 	if (!sa_match(portinfo_comps, ARRAY_SIZE(portinfo_comps), comp, r, q) ||
 	    ((comp & BIT_ULL(PIR_COMP_CAP_MASK)) && (cap & want) != want))
-		t->len -= ALIGN(t->rec_len, 8);
+		sa_table_unslot(t);
 	return 0;
 }
 
@@ -275,29 +281,21 @@ static int sa_portinfo_table(struct softib_dev *sdev, const struct sa_end *e,
 
 /*
  * The P_Key of a path between two ends: the one asked for, else, as
- * OpenSM picks it, the lowest P_Key both ends share with at least one
- * of them a full member. Returns it with the source's membership bit,
- * or 0 if they share none.
+ * OpenSM picks it, the lowest P_Key the two ends share
+ * (softib_shared_pkey()). 0 if there is none.
  */
-static u16 sa_path_pkey(const struct softib_port *s, const struct softib_port *d,
+static u16 sa_path_pkey(struct softib_port *s, struct softib_port *d,
 			bool given, u16 want)
 {
-	u16 best = 0;
-	int i, j;
+	u16 best = 0, pkey;
+	int i;
 
+	if (given)
+		return softib_shared_pkey(s, d, want);
 	for (i = 0; i < SOFTIB_PKEY_TBL_LEN; i++) {
-		u16 sp = READ_ONCE(s->pkeys[i]);
-
-		if (!(sp & 0x7fff) || (given && (sp ^ want) & 0x7fff))
-			continue;
-		for (j = 0; j < SOFTIB_PKEY_TBL_LEN; j++) {
-			u16 dp = READ_ONCE(d->pkeys[j]);
-
-			if ((dp ^ sp) & 0x7fff || !((sp | dp) & 0x8000))
-				continue;
-			if (!best || (sp & 0x7fff) < (best & 0x7fff))
-				best = sp;
-		}
+		pkey = softib_shared_pkey(s, d, READ_ONCE(s->pkeys[i]));
+		if (pkey && (!best || (pkey & 0x7fff) < (best & 0x7fff)))
+			best = pkey;
 	}
 	return best;
 }
@@ -324,7 +322,7 @@ static int sa_path_table(struct softib_dev *sdev, const struct sa_end *e,
 					    e[j].lid, pkey, 0);
 			if (!sa_match(path_comps, ARRAY_SIZE(path_comps), comp,
 				      r, q))
-				t->len -= ALIGN(t->rec_len, 8);
+				sa_table_unslot(t);
 		}
 	}
 	return 0;

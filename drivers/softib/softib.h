@@ -769,6 +769,7 @@ void softib_sa_table_cleanup(struct softib_dev *sdev);
 struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 				       const union ib_gid *gid);
 int softib_port_find_pkey(struct softib_port *port, u16 pkey);
+u16 softib_shared_pkey(struct softib_port *s, struct softib_port *d, u16 pkey);
 struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
 				     const union ib_gid *mgid, u32 qkey,
 				     u16 pkey, u8 mtu, u8 rate, u8 sl,
