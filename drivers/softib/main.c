@@ -381,17 +381,18 @@ static struct softib_dev *softib_create(u32 nports)
 	INIT_LIST_HEAD(&sdev->mcast);
 	mutex_init(&sdev->bench_lock);
 	INIT_DELAYED_WORK(&sdev->sweep, softib_sweep);
-	softib_sa_init(sdev);
-	softib_sa_table_init(sdev);
 	ret = softib_switch_init(sdev);
 	if (ret)
-		goto err_sa_cleanup;
+		goto err_free_ports;
+	/* the SA allocates nothing until it answers */
+	softib_sa_init(sdev);
+	softib_sa_table_init(sdev);
 	if (softib_builtin_sm) {
 		softib_switch_sm(sdev);
 		ret = softib_policy_set(sdev, softib_default_policy,
 					strlen(softib_default_policy));
 		if (ret)
-			goto err_switch_cleanup;
+			goto err_sa_switch_cleanup;
 	}
 
 	/*
@@ -402,7 +403,7 @@ static struct softib_dev *softib_create(u32 nports)
 	ret = -ENOMEM;
 	sdev->wq = alloc_workqueue("softib", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!sdev->wq)
-		goto err_switch_cleanup;
+		goto err_sa_switch_cleanup;
 
 	sdev->pdev = platform_device_register_simple("softib", PLATFORM_DEVID_AUTO,
 						     NULL, 0);
@@ -434,13 +435,10 @@ err_unregister_pdev:
 	platform_device_unregister(sdev->pdev);
 err_destroy_wq:
 	destroy_workqueue(sdev->wq);
-err_switch_cleanup:
+err_sa_switch_cleanup:
 	/* the SA's groups first: freeing one clears its MFT entry */
 	softib_sa_cleanup(sdev);
 	softib_switch_cleanup(sdev);
-	goto err_free_ports;
-err_sa_cleanup:
-	softib_sa_cleanup(sdev);
 err_free_ports:
 	kfree(sdev->ports);
 err_dealloc:
