@@ -222,25 +222,85 @@ static void softib_srq_check_limit(struct softib_srq *srq)
 }
 
 /*
+ * Copy a message into a receiver's buffers "dst": "hdr" bytes of GRH
+ * space (40 for UD, 0 for RC) + payload, with the checksum offload, and
+ * fill the completion in "wc" (all but wr_id, qp and opcode). Counts the
+ * receiving port's packets. Returns 0, or -EMSGSIZE (the status says
+ * so) if the message does not fit.
+ */
+int softib_recv_copy(const struct softib_pkt *pkt, struct softib_qp *dqp,
+		     struct softib_port *dport, const struct ib_sge *dst,
+		     u32 ndst, int pkey_index, u32 hdr, struct ib_wc *wc)
+{
+	const struct softib_swqe *wqe = pkt->wqe;
+	struct softib_csum cs;
+	u32 space = 0;
+	bool fill;
+	__wsum sum;
+	u32 i;
+
+	for (i = 0; i < ndst; i++)
+		space += dst[i].length;
+	if (space < hdr + wqe->length) {
+		wc->status = IB_WC_LOC_LEN_ERR;
+		softib_drop(dport, SOFTIB_DROP_TOO_LONG);
+		return -EMSGSIZE;
+	}
+	/* UD: the first 40 bytes are GRH space whether or not a GRH came */
+	if (hdr && (pkt->mcast || wqe->av.grh)) {
+		softib_write_grh(pkt, dst, ndst);
+		wc->wc_flags |= IB_WC_GRH;
+	}
+	if (hdr && softib_offloads && dqp->ibqp.qp_type == IB_QPT_UD &&
+	    softib_csum_parse(wqe->sge, wqe->num_sge, wqe->length, &cs)) {
+		/* TCP/UDP in IPoIB: checksum it on the way in */
+		sum = softib_copy_sg_csum(dst, ndst, hdr, wqe->sge,
+					  wqe->num_sge, wqe->length, cs.l4off,
+					  cs.l4len);
+		fill = wqe->send_flags & IB_SEND_IP_CSUM;
+		if (fill || cs.ip_ok)
+			wc->wc_flags |= softib_csum_finish(&cs, dst, ndst, hdr,
+							   sum, fill);
+		atomic64_inc(fill ? &dqp->sdev->csum_filled :
+			     wc->wc_flags & IB_WC_IP_CSUM_OK ?
+			     &dqp->sdev->csum_verified :
+			     &dqp->sdev->csum_unverified);
+	} else {
+		softib_copy_sg(dst, ndst, hdr, wqe->sge, wqe->num_sge,
+			       wqe->length);
+	}
+	wc->status = IB_WC_SUCCESS;
+	wc->byte_len = hdr + wqe->length;
+	wc->src_qp = pkt->src_qpn;
+	wc->slid = pkt->slid;
+	wc->sl = wqe->av.sl;
+	wc->port_num = dport->num;
+	wc->pkey_index = pkey_index;
+	if (wqe->opcode == IB_WR_SEND_WITH_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		wc->ex.imm_data = wqe->imm;
+	}
+	atomic64_inc(&dport->cnt.rcv_packets);
+	atomic64_add(wqe->length, &dport->cnt.rcv_bytes);
+	if (pkt->mcast)
+		atomic64_inc(&dport->cnt.mcast_rcv_packets);
+	return 0;
+}
+
+/*
  * Consume one receive WQE of "rq" (the QP's own queue or its SRQ) for a
- * message: "hdr" bytes of GRH space (40 for UD, 0 for RC) + payload, then
- * the receive completion. The WQE is consumed only after the data is in
- * place, with the queue's lock held throughout, so a poster cannot reuse
- * its slot. Returns 0, SOFTIB_RNR (no receive WQE) or -EMSGSIZE.
+ * message, then the receive completion. The WQE is consumed only after
+ * the data is in place, with the queue's lock held throughout, so a
+ * poster cannot reuse its slot. Returns 0, SOFTIB_RNR (no receive WQE)
+ * or -EMSGSIZE.
  */
 static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 		       struct softib_port *dport, struct softib_wq *rq,
 		       int pkey_index, u32 hdr)
 {
-	const struct softib_swqe *wqe = pkt->wqe;
 	struct softib_rwqe *rwqe;
-	struct softib_csum cs;
 	struct ib_wc wc = {};
-	u32 space = 0;
-	int ret = 0;
-	bool fill;
-	__wsum sum;
-	u32 i;
+	int ret;
 
 	lockdep_assert_held(&rq->lock);
 	if (!softib_wq_used(rq)) {
@@ -248,64 +308,14 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 		return SOFTIB_RNR;
 	}
 	rwqe = softib_wq_entry(rq, rq->tail);
-
-	for (i = 0; i < rwqe->num_sge; i++)
-		space += rwqe->sge[i].length;
+	ret = softib_recv_copy(pkt, dqp, dport, rwqe->sge, rwqe->num_sge,
+			       pkey_index, hdr, &wc);
 	wc.wr_id = rwqe->wr_id;
 	wc.qp = &dqp->ibqp;
 	wc.opcode = IB_WC_RECV;
-	if (space < hdr + wqe->length) {
-		wc.status = IB_WC_LOC_LEN_ERR;
-		softib_drop(dport, SOFTIB_DROP_TOO_LONG);
-		ret = -EMSGSIZE;
-	} else {
-		/* UD: the first 40 bytes are GRH space whether or not a GRH came */
-		if (hdr && (pkt->mcast || wqe->av.grh)) {
-			softib_write_grh(pkt, rwqe->sge, rwqe->num_sge);
-			wc.wc_flags |= IB_WC_GRH;
-		}
-		if (hdr && softib_offloads && dqp->ibqp.qp_type == IB_QPT_UD &&
-		    softib_csum_parse(wqe->sge, wqe->num_sge, wqe->length,
-				      &cs)) {
-			/* TCP/UDP in IPoIB: checksum it on the way in */
-			sum = softib_copy_sg_csum(rwqe->sge, rwqe->num_sge, hdr,
-						  wqe->sge, wqe->num_sge,
-						  wqe->length, cs.l4off,
-						  cs.l4len);
-			fill = wqe->send_flags & IB_SEND_IP_CSUM;
-			if (fill || cs.ip_ok)
-				wc.wc_flags |= softib_csum_finish(&cs,
-								  rwqe->sge,
-								  rwqe->num_sge,
-								  hdr, sum,
-								  fill);
-			atomic64_inc(fill ? &dqp->sdev->csum_filled :
-				     wc.wc_flags & IB_WC_IP_CSUM_OK ?
-				     &dqp->sdev->csum_verified :
-				     &dqp->sdev->csum_unverified);
-		} else {
-			softib_copy_sg(rwqe->sge, rwqe->num_sge, hdr,
-				       wqe->sge, wqe->num_sge, wqe->length);
-		}
-		wc.status = IB_WC_SUCCESS;
-		wc.byte_len = hdr + wqe->length;
-		wc.src_qp = pkt->src_qpn;
-		wc.slid = pkt->slid;
-		wc.sl = wqe->av.sl;
-		wc.port_num = dport->num;
-		wc.pkey_index = pkey_index;
-		if (wqe->opcode == IB_WR_SEND_WITH_IMM) {
-			wc.wc_flags |= IB_WC_WITH_IMM;
-			wc.ex.imm_data = wqe->imm;
-		}
-		atomic64_inc(&dport->cnt.rcv_packets);
-		atomic64_add(wqe->length, &dport->cnt.rcv_bytes);
-		if (pkt->mcast)
-			atomic64_inc(&dport->cnt.mcast_rcv_packets);
-	}
 	softib_wrid_retire(rq, rwqe->wr_id);
 	rq->tail++;
-	softib_cq_add(dqp->rcq, &wc, wqe->send_flags & IB_SEND_SOLICITED);
+	softib_cq_add(dqp->rcq, &wc, pkt->wqe->send_flags & IB_SEND_SOLICITED);
 	return ret;
 }
 
@@ -369,6 +379,8 @@ static void softib_deliver_ud(const struct softib_pkt *pkt,
 	spin_lock_irqsave(&dqp->rq.lock, flags);
 	if (!softib_qp_can_recv(dqp->state))
 		softib_drop(dport, SOFTIB_DROP_NO_QP);
+	else if (dqp->rn)	/* an rdma_netdev's: into its receive rings */
+		softib_rn_recv(pkt, dqp, dport, pkey_index);
 	else	/* UD has no RNR: without a receive WQE the datagram is lost */
 		softib_recv_any(pkt, dqp, dport, pkey_index, IB_GRH_BYTES);
 	spin_unlock_irqrestore(&dqp->rq.lock, flags);
@@ -638,12 +650,17 @@ static enum ib_wc_status softib_send_ud_one(struct softib_qp *qp,
 	return IB_WC_SUCCESS;
 }
 
-/* An LSO WQE goes out as one message per segment (offload.c). */
-static enum ib_wc_status softib_send_ud(struct softib_qp *qp,
-					const struct softib_swqe *wqe)
+/*
+ * An LSO WQE goes out as one message per segment (offload.c), built in
+ * "buf": the QP's own for a posted WQE, a send queue's of the
+ * rdma_netdev (rdma_netdev.c), which sends from several CPUs at once.
+ */
+enum ib_wc_status softib_send_ud(struct softib_qp *qp,
+				 const struct softib_swqe *wqe,
+				 const struct softib_lso_buf *buf)
 {
 	if (wqe->opcode == IB_WR_LSO)
-		return softib_lso_send(qp, wqe, softib_send_ud_one);
+		return softib_lso_send(qp, wqe, buf, softib_send_ud_one);
 	return softib_send_ud_one(qp, wqe);
 }
 
@@ -808,7 +825,13 @@ void softib_send_worker(struct work_struct *work)
 				 */
 				wc.status = IB_WC_LOC_QP_OP_ERR;
 			} else if (!rc) {
-				wc.status = softib_send_ud(qp, wqe);
+				struct softib_lso_buf buf = {
+					.tmpl = softib_swqe_lso_hdr(qp, wqe),
+					.seg = qp->lso_seg,
+					.hdr = qp->lso_hdr,
+				};
+
+				wc.status = softib_send_ud(qp, wqe, &buf);
 			} else {
 				ret = softib_send_rc(qp, wqe, &rnr_usec);
 				if (ret == SOFTIB_RNR && (qp->rnr_retry == 7 ||

@@ -273,6 +273,11 @@ static void softib_sweep(struct work_struct *work)
 					 IB_PORT_PHYS_STATE_LINK_UP);
 }
 
+/* enhanced=1: IPoIB gets softib's rdma_netdev (rdma_netdev.c) */
+static const struct ib_device_ops softib_rn_ops = {
+	.rdma_netdev_get_params = softib_rn_get_params,
+};
+
 const struct ib_device_ops softib_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -421,6 +426,8 @@ static struct softib_dev *softib_create(u32 nports)
 		sizeof(sdev->ibdev.node_desc));
 	ib_set_device_ops(&sdev->ibdev, &softib_dev_ops);
 	ib_set_device_ops(&sdev->ibdev, &softib_cq_ops);
+	if (softib_enhanced)
+		ib_set_device_ops(&sdev->ibdev, &softib_rn_ops);
 
 	/* No DMA device: ib_uses_virt_dma(), every SGE address is a kernel VA. */
 	ret = ib_register_device(&sdev->ibdev, "softib%d", NULL);

@@ -44,8 +44,8 @@ MODULE_PARM_DESC(offloads, "Offer IPoIB checksum offload and LSO on UD QPs, as m
 #define SOFTIB_IPOIB_HLEN	4	/* IPoIB header: ethertype, reserved */
 
 /* Read "len" bytes at offset "off" of a scatter/gather list into "buf". */
-static bool softib_sg_read(const struct ib_sge *sg, u32 n, u32 off,
-			   void *buf, u32 len)
+bool softib_sg_read(const struct ib_sge *sg, u32 n, u32 off, void *buf,
+		    u32 len)
 {
 	u32 i, c;
 
@@ -232,14 +232,15 @@ static void softib_lso_slice(const struct softib_swqe *wqe,
  */
 enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 				  const struct softib_swqe *wqe,
+				  const struct softib_lso_buf *buf,
 				  enum ib_wc_status (*xmit)(struct softib_qp *,
 							    const struct softib_swqe *))
 {
-	const u8 *tmpl = softib_swqe_lso_hdr(qp, wqe);
+	const u8 *tmpl = buf->tmpl;
 	u32 hlen = wqe->lso_hlen, mss = wqe->lso_mss;
 	u32 total = wqe->length - hlen, off, n, i;
-	struct softib_swqe *seg = qp->lso_seg;
-	u8 *hdr = qp->lso_hdr;
+	struct softib_swqe *seg = buf->seg;
+	u8 *hdr = buf->hdr;
 	struct softib_csum cs;
 	struct ib_sge tsge = {
 		.addr = (uintptr_t)tmpl,

@@ -401,6 +401,8 @@ struct softib_qp {
 	struct softib_cq *scq;
 	struct softib_cq *rcq;
 	bool block_mcast_loopback;
+	/* an rdma_netdev's QP: the fabric delivers into its rings */
+	struct softib_rn *rn;
 	bool sends_stalled;	/* fault/stall_sends: the engine sends nothing */
 	bool rnr_stuck;		/* fault/rnr_stuck: RNR NAK whatever is posted */
 	/*
@@ -809,18 +811,44 @@ static inline u8 *softib_swqe_lso_hdr(const struct softib_qp *qp,
 	return (u8 *)&wqe->sge[qp->sq.max_sge];
 }
 
+bool softib_sg_read(const struct ib_sge *sg, u32 n, u32 off, void *buf,
+		    u32 len);
 bool softib_csum_parse(const struct ib_sge *sg, u32 nsge, u32 msglen,
 		       struct softib_csum *cs);
 int softib_csum_finish(const struct softib_csum *cs, const struct ib_sge *dst,
 		       u32 ndst, u32 off, __wsum sum, bool fill);
 int softib_lso_post(struct softib_qp *qp, struct softib_swqe *wqe,
 		    const struct ib_ud_wr *ud);
+/* where an LSO send is built: the header template, a segment, its header */
+struct softib_lso_buf {
+	const u8 *tmpl;
+	struct softib_swqe *seg;
+	u8 *hdr;
+};
+
 enum ib_wc_status softib_lso_send(struct softib_qp *qp,
 				  const struct softib_swqe *wqe,
+				  const struct softib_lso_buf *buf,
 				  enum ib_wc_status (*xmit)(struct softib_qp *,
 							    const struct softib_swqe *));
+enum ib_wc_status softib_send_ud(struct softib_qp *qp,
+				 const struct softib_swqe *wqe,
+				 const struct softib_lso_buf *buf);
 int softib_lso_init(struct softib_qp *qp);
 void softib_lso_free(struct softib_qp *qp);
+
+/* fabric.c, for rdma_netdev.c */
+int softib_recv_copy(const struct softib_pkt *pkt, struct softib_qp *dqp,
+		     struct softib_port *dport, const struct ib_sge *dst,
+		     u32 ndst, int pkey_index, u32 hdr, struct ib_wc *wc);
+
+/* rdma_netdev.c */
+extern bool softib_enhanced;
+int softib_rn_get_params(struct ib_device *ibdev, u32 port_num,
+			 enum rdma_netdev_t type,
+			 struct rdma_netdev_alloc_params *params);
+void softib_rn_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
+		    struct softib_port *dport, int pkey_index);
 
 /* fault.c */
 void softib_fault_init(struct softib_dev *sdev);
