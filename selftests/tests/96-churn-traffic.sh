@@ -333,7 +333,8 @@ slowwait 30 sh -c '! ip netns list | grep -q churn-' >/dev/null
 netns_flush
 check_err $? "the kernel's cleanup of deleted namespaces did not finish"
 if [[ $IPOIB == intree ]]; then
-	for d in $(ip -o link show | awk -F': ' '$2 ~ /^(ns|dev)[0-9]+$/ { print $2 }'); do
+	# a child shows as "ns3@if2": its parent ib0 is in another netns
+	for d in $(ip -o link show | awk -F': ' '{ sub("@.*", "", $2) } $2 ~ /^(ns|dev)[0-9]+$/ { print $2 }'); do
 		ip link del "$d"
 	done
 fi
