@@ -54,6 +54,15 @@ module_param_named(enhanced, softib_enhanced, bool, 0444);
 MODULE_PARM_DESC(enhanced,
 		 "offer IPoIB an rdma_netdev (enhanced IPoIB, as mlx5): multi-queue, RSS, TSO, checksum and GRO; no connected mode (default 0)");
 
+/*
+ * Which ports offer it: a fabric that mixes HCAs with and without an
+ * rdma_netdev (ConnectX-3 and ConnectX-4 nodes), in one softib.
+ */
+static unsigned int softib_enhanced_ports = ~0U;
+module_param_named(enhanced_ports, softib_enhanced_ports, uint, 0444);
+MODULE_PARM_DESC(enhanced_ports,
+		 "with enhanced=1, the ports that offer the rdma_netdev: bit 0 is port 1 (default: all)");
+
 #define SOFTIB_RN_MAX_QUEUES	16
 #define SOFTIB_RN_RING_DEF	512
 #define SOFTIB_RN_RING_MIN	64
@@ -1140,7 +1149,8 @@ int softib_rn_get_params(struct ib_device *ibdev, u32 port_num,
 {
 	u32 n = min_t(u32, num_possible_cpus(), SOFTIB_RN_MAX_QUEUES);
 
-	if (type != RDMA_NETDEV_IPOIB)
+	if (type != RDMA_NETDEV_IPOIB || port_num < 1 || port_num > 32 ||
+	    !(softib_enhanced_ports & BIT(port_num - 1)))
 		return -EOPNOTSUPP;
 	*params = (struct rdma_netdev_alloc_params) {
 		.sizeof_priv = sizeof(struct softib_rn),
