@@ -174,7 +174,7 @@ static ssize_t create_child_store(struct device *d,
 		goto out_unlock;
 	}
 
-	dev = alloc_netdev(sizeof(*parent), name, NET_NAME_UNKNOWN, ipoib_setup);
+	dev = ipoib_alloc_netdev(parent->ca, parent->port, name);
 	if (!dev) {
 		ret = -ENOMEM;
 		goto out_unlock;

@@ -653,7 +653,7 @@ static int ipoib_cm_req(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		.qp_type = IB_QPT_RC,
 	};
 	struct ipoib_cm_data data = {
-		.qpn = cpu_to_be32(priv->qp->qp_num),
+		.qpn = cpu_to_be32(ipoib_ud_qpn(priv)),
 		.mtu = cpu_to_be32(IPOIB_CM_BUF),
 	};
 	struct ib_cm_rep_param rep = {
@@ -815,7 +815,7 @@ int ipoib_cm_start(struct ipoib_dev_priv *priv)
 	if (IS_ERR(id))
 		return PTR_ERR(id);
 	ret = ib_cm_listen(id, cpu_to_be64(IPOIB_CM_SERVICE_ID |
-					    priv->qp->qp_num));
+					    ipoib_ud_qpn(priv)));
 	if (ret) {
 		ib_destroy_cm_id(id);
 		return ret;
@@ -1181,7 +1181,13 @@ bool ipoib_cm_wanted(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 {
 	__be16 proto = ((struct ipoib_header *)skb->data)->proto;
 
+	/*
+	 * Only from TX queue 0, which serializes our RC sends: a packet
+	 * the stack put on another queue of an enhanced interface before
+	 * the mode changed goes over UD, which it was sized for.
+	 */
 	return READ_ONCE(priv->cm_mode) && (daddr[0] & IPOIB_FLAGS_RC) &&
+	       !skb_get_queue_mapping(skb) &&
 	       (proto == htons(ETH_P_IP) || proto == htons(ETH_P_IPV6));
 }
 
@@ -1377,7 +1383,7 @@ static int ipoib_cm_tx_connect(struct ipoib_cm_tx *tx)
 		.port_num = priv->port,
 	};
 	struct ipoib_cm_data data = {
-		.qpn = cpu_to_be32(priv->qp->qp_num),
+		.qpn = cpu_to_be32(ipoib_ud_qpn(priv)),
 		.mtu = cpu_to_be32(IPOIB_CM_BUF),
 	};
 	struct ib_cm_req_param req = {
@@ -1608,6 +1614,17 @@ static void ipoib_cm_send(struct ipoib_dev_priv *priv, struct ipoib_cm_tx *tx,
 	};
 	int ret;
 
+	/*
+	 * The ring is full, yet the queue ran: on an enhanced interface the
+	 * provider may wake queue 0, which it shares with our sends. Never
+	 * post past the ring (the send CQ has room for it alone).
+	 */
+	if (unlikely(priv->global_head - READ_ONCE(priv->global_tail) >=
+		     priv->tx_size)) {
+		DEV_STATS_INC(priv->dev, tx_dropped);
+		dev_kfree_skb_any(skb);
+		return;
+	}
 	if (!in_flight) {
 		/* the stall clock starts with the first send it must complete */
 		WRITE_ONCE(tx->last_done, jiffies);

@@ -8,6 +8,12 @@
  * completions as well as the receive ones; the ring sizes, which can be
  * changed while the interface runs.
  *
+ * On an enhanced interface (rn.c) the device's rdma_netdev owns the
+ * datagram queues, so what describes them is the device's own ethtool
+ * (driver, link, channels, rings, its statistics), as in-tree shows it
+ * there; our counters follow the device's in ethtool -S, and the
+ * moderation is of our connected-mode CQs where the device has none.
+ *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -17,11 +23,26 @@
 
 #include "ipoib.h"
 
+/* what a device's rdma_netdev without ethtool operations has (rn.c) */
+const struct ethtool_ops ipoib_rn_no_ethtool_ops = {};
+
+/* The device's ethtool operations on an enhanced interface, else none. */
+static const struct ethtool_ops *ipoib_rn_eops(const struct ipoib_dev_priv *priv)
+{
+	return priv->enhanced ? priv->rn_ethtool_ops : &ipoib_rn_no_ethtool_ops;
+}
+
 static void ipoib_get_drvinfo(struct net_device *dev,
 			      struct ethtool_drvinfo *info)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
 	struct device *bus = priv->ca->dev.parent ?: &priv->ca->dev;
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
+
+	if (rn->get_drvinfo) {
+		rn->get_drvinfo(dev, info);
+		return;
+	}
 
 	strscpy(info->driver, KBUILD_MODNAME, sizeof(info->driver));
 	strscpy(info->version, IPOIB_NG_VERSION, sizeof(info->version));
@@ -206,18 +227,42 @@ static void ipoib_read_counters(struct ipoib_dev_priv *priv,
 	c->tx_timeouts = READ_ONCE(priv->tx_timeouts);
 }
 
+/* Enhanced: how many statistics the device has (they come first). */
+static int ipoib_rn_nstats(struct ipoib_dev_priv *priv)
+{
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
+	int n;
+
+	if (!rn->get_sset_count || !rn->get_strings || !rn->get_ethtool_stats)
+		return -1;
+	n = rn->get_sset_count(priv->dev, ETH_SS_STATS);
+	return n > 0 ? n : -1;
+}
+
 static int ipoib_get_sset_count(struct net_device *dev, int sset)
 {
-	return sset == ETH_SS_STATS ? IPOIB_NSTATS : -EOPNOTSUPP;
+	int rn = ipoib_rn_nstats(ipoib_priv(dev));
+
+	if (sset != ETH_SS_STATS)
+		return -EOPNOTSUPP;
+	if (rn > 0)
+		return rn + ARRAY_SIZE(ipoib_driver_stats);
+	return IPOIB_NSTATS;
 }
 
 static void ipoib_get_strings(struct net_device *dev, u32 sset, u8 *data)
 {
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	int rn = ipoib_rn_nstats(priv);
 	unsigned int i;
 
 	if (sset != ETH_SS_STATS)
 		return;
-	for (i = 0; i < ARRAY_SIZE(ipoib_netdev_stats); i++) {
+	if (rn > 0) {
+		priv->rn_ethtool_ops->get_strings(dev, sset, data);
+		data += rn * ETH_GSTRING_LEN;
+	}
+	for (i = 0; rn < 0 && i < ARRAY_SIZE(ipoib_netdev_stats); i++) {
 		memcpy(data, ipoib_netdev_stats[i].name, ETH_GSTRING_LEN);
 		data += ETH_GSTRING_LEN;
 	}
@@ -232,10 +277,15 @@ static void ipoib_get_ethtool_stats(struct net_device *dev,
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
 	const struct net_device_stats *ns = &dev->stats;
+	int rn = ipoib_rn_nstats(priv);
 	struct ipoib_counters c = {};
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(ipoib_netdev_stats); i++)
+	if (rn > 0) {
+		priv->rn_ethtool_ops->get_ethtool_stats(dev, stats, data);
+		data += rn;
+	}
+	for (i = 0; rn < 0 && i < ARRAY_SIZE(ipoib_netdev_stats); i++)
 		*data++ = *(unsigned long *)((u8 *)ns +
 					     ipoib_netdev_stats[i].offset);
 	ipoib_read_counters(priv, &c);
@@ -256,7 +306,12 @@ static int ipoib_get_coalesce(struct net_device *dev,
 			      struct netlink_ext_ack *extack)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
 
+	/* the provider's moderation as a pair, else our CQs' */
+	if (rn->get_coalesce && rn->set_coalesce)
+		return rn->get_coalesce(dev, coal, kernel_coal,
+							  extack);
 	coal->rx_coalesce_usecs = priv->rx_coal_usecs;
 	coal->rx_max_coalesced_frames = priv->rx_coal_frames;
 	coal->tx_coalesce_usecs = priv->tx_coal_usecs;
@@ -290,6 +345,9 @@ static int ipoib_set_coalesce(struct net_device *dev,
 	int ret;
 
 	ASSERT_RTNL();
+	if (ipoib_rn_eops(priv)->get_coalesce && priv->rn_ethtool_ops->set_coalesce)
+		return priv->rn_ethtool_ops->set_coalesce(dev, coal, kernel_coal,
+							  extack);
 	/* the CQ moderation fields are 16 bits wide, as in-tree checks */
 	if (coal->rx_coalesce_usecs > U16_MAX ||
 	    coal->rx_max_coalesced_frames > U16_MAX ||
@@ -322,6 +380,12 @@ static void ipoib_get_ringparam(struct net_device *dev,
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
 
+	if (priv->enhanced) {
+		if (priv->rn_ethtool_ops->get_ringparam)
+			priv->rn_ethtool_ops->get_ringparam(dev, ring,
+							    kernel_ring, extack);
+		return;
+	}
 	ring->rx_max_pending = IPOIB_MAX_QUEUE_SIZE;
 	ring->tx_max_pending = IPOIB_MAX_QUEUE_SIZE;
 	ring->rx_pending = priv->rx_size;
@@ -344,6 +408,13 @@ static int ipoib_set_ringparam(struct net_device *dev,
 	int ret;
 
 	ASSERT_RTNL();
+	if (priv->enhanced) {
+		if (priv->rn_ethtool_ops->set_ringparam)
+			return priv->rn_ethtool_ops->set_ringparam(dev, ring,
+								   kernel_ring,
+								   extack);
+		return -EOPNOTSUPP;
+	}
 	if (tx < IPOIB_MIN_SEND_QUEUE || rx < IPOIB_MIN_RECV_QUEUE) {
 		netdev_info(dev, "rings of tx %u rx %u refused: tx takes %u-%u, rx %u-%u\n",
 			    tx, rx, IPOIB_MIN_SEND_QUEUE, IPOIB_MAX_QUEUE_SIZE,
@@ -367,21 +438,40 @@ static int ipoib_set_ringparam(struct net_device *dev,
 		return ret;
 	}
 	netdev_info(dev, "rings now tx %u rx %u; hardware address (QPN) 0x%06x\n",
-		    tx, rx, priv->qp->qp_num);
+		    tx, rx, ipoib_ud_qpn(priv));
 	return 0;
 }
 
 /*
  * ethtool -l: one receive and one send channel (a CQ with a NAPI of its
- * own each, one TX queue); there is nothing to choose, so no -L.
+ * own each, one TX queue); there is nothing to choose, so -L is only
+ * for an enhanced interface's queues.
  */
 static void ipoib_get_channels(struct net_device *dev,
 			       struct ethtool_channels *ch)
 {
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	if (priv->enhanced) {
+		if (priv->rn_ethtool_ops->get_channels)
+			priv->rn_ethtool_ops->get_channels(dev, ch);
+		return;
+	}
 	ch->max_rx = 1;
 	ch->max_tx = 1;
 	ch->rx_count = 1;
 	ch->tx_count = 1;
+}
+
+static int ipoib_set_channels(struct net_device *dev,
+			      struct ethtool_channels *ch)
+{
+	const struct ethtool_ops *rn = ipoib_rn_eops(ipoib_priv(dev));
+
+	ASSERT_RTNL();
+	if (rn->set_channels)
+		return rn->set_channels(dev, ch);
+	return -EOPNOTSUPP;
 }
 
 const struct ethtool_ops ipoib_ethtool_ops = {
@@ -395,6 +485,7 @@ const struct ethtool_ops ipoib_ethtool_ops = {
 	.get_ringparam = ipoib_get_ringparam,
 	.set_ringparam = ipoib_set_ringparam,
 	.get_channels = ipoib_get_channels,
+	.set_channels = ipoib_set_channels,
 	.get_sset_count = ipoib_get_sset_count,
 	.get_strings = ipoib_get_strings,
 	.get_ethtool_stats = ipoib_get_ethtool_stats,

@@ -7,6 +7,10 @@
  * hardware address); it is brought to RTS when the interface goes up and
  * back to RESET, with every buffer returned, when it goes down.
  *
+ * On an enhanced interface (rn.c) the provider's QP carries the
+ * datagrams: there is no UD QP or ring here, and the CQs, PD and NAPI
+ * serve connected mode (and the address handles) alone.
+ *
  * Copyright (C) 2026 The ipoib-ng authors
  */
 #include <linux/delay.h>
@@ -69,21 +73,24 @@ static int ipoib_rings_create(struct ipoib_dev_priv *priv)
 		init.create_flags |= IB_QP_CREATE_IPOIB_UD_LSO;
 	/* a stopped queue wakes at half the ring: completions come before */
 	priv->tx_signal = min_t(unsigned int, IPOIB_TX_SIGNAL, priv->tx_size / 4);
-	priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
-				 GFP_KERNEL);
-	priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
-				 GFP_KERNEL);
-	priv->tx_chain = kvcalloc(priv->tx_signal, sizeof(*priv->tx_chain),
-				  GFP_KERNEL);
-	if (!priv->tx_ring || !priv->rx_ring || !priv->tx_chain) {
-		ret = -ENOMEM;
-		goto err_free_rings;
+	if (!priv->enhanced) {
+		priv->tx_ring = kvcalloc(priv->tx_size, sizeof(*priv->tx_ring),
+					 GFP_KERNEL);
+		priv->rx_ring = kvcalloc(priv->rx_size, sizeof(*priv->rx_ring),
+					 GFP_KERNEL);
+		priv->tx_chain = kvcalloc(priv->tx_signal,
+					  sizeof(*priv->tx_chain), GFP_KERNEL);
+		if (!priv->tx_ring || !priv->rx_ring || !priv->tx_chain) {
+			ret = -ENOMEM;
+			goto err_free_rings;
+		}
 	}
 	/* the SRQ (if any) decides how many receive completions CM can have */
 	ipoib_cm_srq_create(priv);
 	/* receives: UD, CM (the SRQ or the passive rings), the drain WR */
 	cq_attr.cqe = min_t(unsigned int, priv->ca->attrs.max_cqe,
-			    priv->rx_size + ipoib_cm_cqe(priv));
+			    (priv->enhanced ? 0 : priv->rx_size) +
+			    ipoib_cm_cqe(priv));
 	priv->cq = ib_create_cq(priv->ca, ipoib_cq_event, NULL, priv, &cq_attr);
 	if (IS_ERR(priv->cq)) {
 		ret = PTR_ERR(priv->cq);
@@ -99,9 +106,11 @@ static int ipoib_rings_create(struct ipoib_dev_priv *priv)
 	}
 	init.send_cq = priv->send_cq;
 	init.recv_cq = priv->cq;
-	priv->qp = ib_create_qp(priv->pd, &init);
+	if (!priv->enhanced)
+		priv->qp = ib_create_qp(priv->pd, &init);
 	if (IS_ERR(priv->qp)) {
 		ret = PTR_ERR(priv->qp);
+		priv->qp = NULL;
 		goto err_destroy_send_cq;
 	}
 	/* what ethtool -C set holds for new CQs too (0 is the default) */
@@ -129,7 +138,8 @@ err_free_rings:
 /* No buffer is posted (transport down) and no connection is left. */
 static void ipoib_rings_destroy(struct ipoib_dev_priv *priv)
 {
-	ib_destroy_qp(priv->qp);
+	if (priv->qp)
+		ib_destroy_qp(priv->qp);
 	ipoib_cm_srq_destroy(priv);
 	ib_destroy_cq(priv->send_cq);
 	ib_destroy_cq(priv->cq);
@@ -519,7 +529,7 @@ static void ipoib_refill(struct ipoib_dev_priv *priv)
 {
 	unsigned int i;
 
-	if (priv->rx_outstanding == priv->rx_size)
+	if (priv->enhanced || priv->rx_outstanding == priv->rx_size)
 		return;
 	/* a slot whose repost failed still holds its buffer: post it too */
 	for (i = 0; i < priv->rx_size; i++)
@@ -988,14 +998,34 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 {
 	struct net_device *dev = priv->dev;
 	unsigned int i = priv->tx_head & (priv->tx_size - 1);
-	struct ipoib_tx_buf *buf = &priv->tx_ring[i];
-	struct ipoib_tx_wr *txw = &priv->tx_chain[priv->tx_chained];
-	struct ib_sge *sge = txw->sge;
-	struct ib_ud_wr *wr = &txw->wr;
+	struct ipoib_tx_buf *buf;
+	struct ipoib_tx_wr *txw;
+	struct ib_sge *sge;
+	struct ib_ud_wr *wr;
 	unsigned int hlen = 0;
 	bool signal;
 	int ret;
 
+	/* a TSO packet's segments, or the packet, must fit a datagram */
+	if (unlikely(skb_is_gso(skb) ?
+		     skb_tcp_all_headers(skb) + skb_shinfo(skb)->gso_size >
+		     priv->max_ib_mtu : skb->len > priv->max_ib_mtu)) {
+		/*
+		 * A packet segmented for connected mode's MTU may still sit
+		 * in the qdisc when the interface went back to datagram
+		 * mode. TCP sends it again with the new MSS.
+		 */
+		DEV_STATS_INC(dev, tx_dropped);
+		dev_kfree_skb_any(skb);
+		return -EMSGSIZE;
+	}
+	if (priv->enhanced)
+		return ipoib_rn_send(priv, skb, ah, qpn);
+
+	buf = &priv->tx_ring[i];
+	txw = &priv->tx_chain[priv->tx_chained];
+	sge = txw->sge;
+	wr = &txw->wr;
 	*wr = (struct ib_ud_wr) {
 		.wr = {
 			.wr_id = priv->tx_head,
@@ -1012,25 +1042,9 @@ int ipoib_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		 * into gso_size pieces behind copies of these headers.
 		 */
 		hlen = skb_tcp_all_headers(skb);
-		/*
-		 * A packet segmented for connected mode's MTU may still sit
-		 * in the qdisc when the interface went back to datagram
-		 * mode: its segments would not fit a UD datagram. TCP sends
-		 * it again with the new MSS.
-		 */
-		if (unlikely(hlen + skb_shinfo(skb)->gso_size >
-			     priv->max_ib_mtu)) {
-			DEV_STATS_INC(dev, tx_dropped);
-			dev_kfree_skb_any(skb);
-			return -EMSGSIZE;
-		}
 		wr->hlen = hlen;
 		wr->mss = skb_shinfo(skb)->gso_size;
 		wr->wr.opcode = IB_WR_LSO;
-	} else if (skb->len > priv->max_ib_mtu) {
-		DEV_STATS_INC(dev, tx_dropped);
-		dev_kfree_skb_any(skb);
-		return -EMSGSIZE;
 	}
 	/*
 	 * The completion comes back through the fabric much later than on a
@@ -1203,6 +1217,48 @@ static int ipoib_modify_state(struct ipoib_dev_priv *priv,
 	return ib_modify_qp(priv->qp, attr, mask | IB_QP_STATE);
 }
 
+/* NAPI on, and what completed before the CQs were armed polled now. */
+static void ipoib_napi_start(struct ipoib_dev_priv *priv)
+{
+	napi_enable(&priv->napi);
+	napi_enable(&priv->send_napi);
+	local_bh_disable();
+	if (ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		napi_schedule(&priv->napi);
+	if (ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		napi_schedule(&priv->send_napi);
+	local_bh_enable();
+}
+
+static void ipoib_transport_reset(struct ipoib_dev_priv *priv)
+{
+	priv->tx_head = 0;
+	priv->tx_tail = 0;
+	priv->global_head = 0;
+	priv->global_tail = 0;
+	priv->cm_tx_capped = NULL;
+	priv->rx_outstanding = 0;
+}
+
+/* Enhanced: the provider's QP up, our CQs for connected mode. */
+static int ipoib_transport_up_rn(struct ipoib_dev_priv *priv)
+{
+	int ret;
+
+	ret = ipoib_rn_up(priv);
+	if (ret) {
+		netdev_err(priv->dev, "%s cannot open its datapath: %d\n",
+			   dev_name(&priv->ca->dev), ret);
+		return ret;
+	}
+	ipoib_transport_reset(priv);
+	priv->transport_up = true;
+	ipoib_napi_start(priv);
+	return 0;
+}
+
 /*
  * Bring the QP to RTS on the interface's P_Key index and fill the receive
  * ring. The caller found the P_Key index (under rtnl).
@@ -1217,6 +1273,8 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	int ret;
 
 	ASSERT_RTNL();
+	if (priv->enhanced)
+		return ipoib_transport_up_rn(priv);
 	ret = ipoib_modify_state(priv, IB_QPS_INIT, IB_QP_PKEY_INDEX |
 				 IB_QP_PORT | IB_QP_QKEY, &attr);
 	if (!ret)
@@ -1230,12 +1288,7 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 		return ret;
 	}
 
-	priv->tx_head = 0;
-	priv->tx_tail = 0;
-	priv->global_head = 0;
-	priv->global_tail = 0;
-	priv->cm_tx_capped = NULL;
-	priv->rx_outstanding = 0;
+	ipoib_transport_reset(priv);
 	ipoib_rx_layout(priv);
 	priv->transport_up = true;
 	/*
@@ -1244,22 +1297,12 @@ int ipoib_transport_up(struct ipoib_dev_priv *priv)
 	 * same slots on another CPU.
 	 */
 	ipoib_refill(priv);
-	napi_enable(&priv->napi);
-	napi_enable(&priv->send_napi);
+	ipoib_napi_start(priv);
 	if (!priv->rx_outstanding) {
 		netdev_err(priv->dev, "cannot post receive buffers\n");
 		ipoib_transport_down(priv);
 		return -ENOMEM;
 	}
-	/* what completed before the arming is polled now */
-	local_bh_disable();
-	if (ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
-			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		napi_schedule(&priv->napi);
-	if (ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
-			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		napi_schedule(&priv->send_napi);
-	local_bh_enable();
 	return 0;
 }
 
@@ -1290,6 +1333,12 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	/* no transmit arms it again until the next transport_up() */
 	timer_delete_sync(&priv->cm_tx_stall_timer);
 
+	if (priv->enhanced) {
+		/* connections are drained (ipoib_cm_stop()); no UD ring */
+		ipoib_rn_down(priv);
+		ipoib_ah_reap(priv);
+		return;
+	}
 	ipoib_modify_state(priv, IB_QPS_ERR, 0, &attr);
 	while (priv->rx_outstanding ||
 	       priv->tx_head != READ_ONCE(priv->tx_tail)) {

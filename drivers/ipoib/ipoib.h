@@ -344,6 +344,16 @@ struct ipoib_dev_priv {
 	u32 port;
 	struct list_head list;		/* parents: on the HCA's list */
 
+	/*
+	 * Enhanced IPoIB (rn.c): the device's rdma_netdev owns the UD
+	 * datapath (its QP, queues, NAPI and ring sizes); connected mode
+	 * stays ours. Fixed from before registration on.
+	 */
+	bool enhanced;
+	const struct net_device_ops *rn_ops;
+	const struct ethtool_ops *rn_ethtool_ops;
+	void (*rn_destructor)(struct net_device *dev);
+
 	/* pkey children; the lists are protected by rtnl */
 	struct ipoib_dev_priv *parent;	/* NULL for a parent */
 	netdevice_tracker parent_tracker;
@@ -584,12 +594,32 @@ int ipoib_child_create(struct ipoib_dev_priv *parent, struct net_device *dev,
 void ipoib_delete_children(struct ipoib_dev_priv *parent);
 void ipoib_child_unlink(struct ipoib_dev_priv *priv, struct list_head *head);
 
+/* rn.c */
+extern bool ipoib_enhanced;
+void ipoib_rn_reserve(struct ib_device *ca);
+unsigned int ipoib_rn_num_txqs(void);
+unsigned int ipoib_rn_num_rxqs(void);
+struct net_device *ipoib_alloc_netdev(struct ib_device *ca, u32 port,
+				      const char *name);
+void ipoib_rn_place(struct net_device *dev);
+int ipoib_rn_attach(struct ipoib_dev_priv *priv);
+void ipoib_rn_free(struct ipoib_dev_priv *priv);
+int ipoib_rn_up(struct ipoib_dev_priv *priv);
+void ipoib_rn_down(struct ipoib_dev_priv *priv);
+int ipoib_rn_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
+		  struct ipoib_ah *ah, u32 qpn);
+int ipoib_rn_attach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
+			  u16 mlid, bool set_qkey);
+void ipoib_rn_detach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
+			   u16 mlid);
+
 /* netlink.c */
 int ipoib_netlink_init(void);
 void ipoib_netlink_exit(void);
 
 /* ethtool.c */
 extern const struct ethtool_ops ipoib_ethtool_ops;
+extern const struct ethtool_ops ipoib_rn_no_ethtool_ops;
 
 /* debugfs.c */
 void ipoib_debugfs_init(void);
@@ -684,9 +714,21 @@ void ipoib_mcast_expire(struct ipoib_dev_priv *priv, unsigned long idle);
 extern unsigned int ipoib_max_sendonly;
 extern unsigned int ipoib_max_full_groups;
 
+/*
+ * The netdev's private area starts with a struct rdma_netdev, the
+ * provider's (enhanced) or a bare one, and ours follows it (rn.c).
+ */
 static inline struct ipoib_dev_priv *ipoib_priv(const struct net_device *dev)
 {
-	return netdev_priv(dev);
+	return ((struct rdma_netdev *)netdev_priv(dev))->clnt_priv;
+}
+
+/* The QPN of our UD datapath, the provider's QP when enhanced. */
+static inline u32 ipoib_ud_qpn(const struct ipoib_dev_priv *priv)
+{
+	const u8 *a = priv->dev->dev_addr;
+
+	return a[1] << 16 | a[2] << 8 | a[3];
 }
 
 /* One of our interfaces, parent or child (not just any ARPHRD_INFINIBAND). */

@@ -147,10 +147,14 @@ static void ipoib_set_broadcast(struct ipoib_dev_priv *priv)
 	dev->broadcast[9] = priv->pkey & 0xff;
 }
 
+/*
+ * Flags, QPN and GID. The QPN is our UD QP's, or on an enhanced interface
+ * the provider's, which its ndo_init wrote (bytes 1-3 are kept).
+ */
 static void ipoib_set_hwaddr(struct ipoib_dev_priv *priv)
 {
 	u8 addr[INFINIBAND_ALEN];
-	u32 qpn = priv->qp->qp_num;
+	u32 qpn = priv->enhanced ? ipoib_ud_qpn(priv) : priv->qp->qp_num;
 
 	addr[0] = IPOIB_FLAGS_RC;	/* we accept connections in either mode */
 	addr[1] = qpn >> 16;
@@ -216,7 +220,7 @@ static void ipoib_start(struct ipoib_dev_priv *priv)
 			    ret);
 	ipoib_set_reason(priv, IPOIB_CARRIER_JOIN_PENDING, 0);
 	WRITE_ONCE(priv->tx_halted, false);
-	netif_start_queue(priv->dev);
+	netif_tx_start_all_queues(priv->dev);
 	ipoib_mcast_start(priv);
 	ipoib_path_gc_start(priv);
 }
@@ -356,6 +360,18 @@ static void ipoib_restart_work(struct work_struct *work)
 static void ipoib_tx_timeout(struct net_device *dev, unsigned int txqueue)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	struct rdma_netdev *rn = netdev_priv(dev);
+
+	/*
+	 * An enhanced interface's queue that our connections' sends do not
+	 * hold stopped: the provider's own recovery, where it has one
+	 */
+	if (priv->enhanced && rn->tx_timeout &&
+	    (txqueue || READ_ONCE(priv->global_head) ==
+			READ_ONCE(priv->global_tail))) {
+		rn->tx_timeout(dev, txqueue);
+		return;
+	}
 
 	netdev_warn(dev, "no send completed for %u ms with %u in flight: restarting the interface\n",
 		    jiffies_to_msecs(IPOIB_TX_TIMEOUT),
@@ -394,11 +410,27 @@ out:
 	return NETDEV_TX_OK;
 }
 
+/*
+ * An enhanced interface's provider sizes its receive buffers by the
+ * datagram MTU: it hears of each change, as in-tree tells it (in
+ * connected mode the datagrams stay at the broadcast group's).
+ */
+static int ipoib_rn_mtu(struct ipoib_dev_priv *priv, unsigned int mtu)
+{
+	if (!priv->enhanced || !priv->rn_ops->ndo_change_mtu)
+		return 0;
+	return priv->rn_ops->ndo_change_mtu(priv->dev, mtu);
+}
+
 static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	int ret;
 
 	if (priv->cm_mode) {
+		ret = ipoib_rn_mtu(priv, priv->mcast_mtu);
+		if (ret)
+			return ret;
 		/* anything RC carries; UD peers get ICMP "too big" */
 		dev->mtu = new_mtu;
 		return 0;
@@ -409,6 +441,9 @@ static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
 			    IPOIB_CM_MTU);
 		return -EINVAL;
 	}
+	ret = ipoib_rn_mtu(priv, min_t(unsigned int, new_mtu, priv->mcast_mtu));
+	if (ret)
+		return ret;
 	priv->admin_mtu = new_mtu;
 	/* effective MTU: what both the admin and the broadcast group allow */
 	dev->mtu = min_t(unsigned int, new_mtu, priv->mcast_mtu);
@@ -420,8 +455,61 @@ static netdev_features_t ipoib_fix_features(struct net_device *dev,
 					    netdev_features_t features)
 {
 	if (READ_ONCE(ipoib_priv(dev)->cm_mode))
-		features &= ~(NETIF_F_IP_CSUM | NETIF_F_TSO);
+		features &= ~(NETIF_F_IP_CSUM | NETIF_F_IPV6_CSUM |
+			      NETIF_F_TSO | NETIF_F_TSO6);
 	return features;
+}
+
+/*
+ * Enhanced: the stack spreads datagrams over the provider's queues. In
+ * connected mode every packet takes queue 0, whose lock serializes our
+ * RC sends as the one queue of our own datapath does (ipoib_cm_wanted()).
+ */
+static u16 ipoib_select_queue(struct net_device *dev, struct sk_buff *skb,
+			      struct net_device *sb_dev)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	if (!priv->enhanced || READ_ONCE(priv->cm_mode))
+		return 0;
+	return netdev_pick_tx(dev, skb, sb_dev);
+}
+
+/*
+ * Counters: the provider's queues count the datagrams of an enhanced
+ * interface, ours what went over connections and what we dropped.
+ */
+static void ipoib_get_stats64(struct net_device *dev,
+			      struct rtnl_link_stats64 *stats)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	const struct net_device_stats *ns = &dev->stats;
+
+	if (!priv->enhanced || !priv->rn_ops->ndo_get_stats64) {
+		netdev_stats_to_stats64(stats, ns);
+		return;
+	}
+	priv->rn_ops->ndo_get_stats64(dev, stats);
+	stats->rx_packets += READ_ONCE(ns->rx_packets);
+	stats->rx_bytes += READ_ONCE(ns->rx_bytes);
+	stats->tx_packets += READ_ONCE(ns->tx_packets);
+	stats->tx_bytes += READ_ONCE(ns->tx_bytes);
+	stats->multicast += READ_ONCE(ns->multicast);
+	stats->rx_length_errors += READ_ONCE(ns->rx_length_errors);
+	stats->rx_errors += READ_ONCE(ns->rx_errors);
+	stats->rx_dropped += READ_ONCE(ns->rx_dropped);
+	stats->tx_dropped += READ_ONCE(ns->tx_dropped);
+	stats->tx_errors += READ_ONCE(ns->tx_errors);
+}
+
+/* hardware timestamping and the like are the provider's (mlx5) */
+static int ipoib_eth_ioctl(struct net_device *dev, struct ifreq *ifr, int cmd)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	if (!priv->enhanced || !priv->rn_ops->ndo_eth_ioctl)
+		return -EOPNOTSUPP;
+	return priv->rn_ops->ndo_eth_ioctl(dev, ifr, cmd);
 }
 
 static void ipoib_set_rx_mode(struct net_device *dev)
@@ -437,14 +525,36 @@ static int ipoib_get_iflink(const struct net_device *dev)
 	return priv->parent ? priv->parent->dev->ifindex : dev->ifindex;
 }
 
-/* NAPI goes off the lists before unregistration's last grace period */
+/* Enhanced: the provider's QP and queues, and the QPN in the address. */
+static int ipoib_init(struct net_device *dev)
+{
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	if (!priv->enhanced || !priv->rn_ops->ndo_init)
+		return 0;
+	return priv->rn_ops->ndo_init(dev);
+}
+
+/*
+ * NAPI goes off the lists before unregistration's last grace period.
+ * The interface is down, its groups left (ipoib_halt()): the provider's
+ * QP can go.
+ */
 static void ipoib_uninit(struct net_device *dev)
 {
-	ipoib_napi_unlist(ipoib_priv(dev));
+	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+
+	ipoib_napi_unlist(priv);
+	if (priv->enhanced && priv->rn_ops->ndo_uninit)
+		priv->rn_ops->ndo_uninit(dev);
 }
 
 const struct net_device_ops ipoib_netdev_ops = {
+	.ndo_init = ipoib_init,
 	.ndo_uninit = ipoib_uninit,
+	.ndo_select_queue = ipoib_select_queue,
+	.ndo_get_stats64 = ipoib_get_stats64,
+	.ndo_eth_ioctl = ipoib_eth_ioctl,
 	.ndo_get_iflink = ipoib_get_iflink,
 	.ndo_open = ipoib_open,
 	.ndo_stop = ipoib_stop,
@@ -648,9 +758,12 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	int ret;
 
 	ASSERT_RTNL();
-	ret = ipoib_transport_init(priv);
+	ret = ipoib_rn_attach(priv);
 	if (ret)
 		return ret;
+	ret = ipoib_transport_init(priv);
+	if (ret)
+		goto err_rn_free;
 	ipoib_query_port(priv);
 	ipoib_set_broadcast(priv);
 	priv->admin_mtu = IPOIB_UD_MTU(priv->max_ib_mtu);
@@ -661,10 +774,11 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	}
 	/*
 	 * What the HCA offloads on UD, taken as in-tree takes it: IPv4
-	 * checksums both ways, and TSO with an LSO QP. Connected mode turns
-	 * them off (ipoib_fix_features).
+	 * checksums both ways, and TSO with an LSO QP (an rdma_netdev set
+	 * its own). Connected mode turns them off (ipoib_fix_features).
 	 */
-	if (priv->ca->attrs.device_cap_flags & IB_DEVICE_UD_IP_CSUM) {
+	if (!priv->enhanced &&
+	    priv->ca->attrs.device_cap_flags & IB_DEVICE_UD_IP_CSUM) {
 		dev->hw_features |= NETIF_F_IP_CSUM | NETIF_F_RXCSUM;
 		if (priv->lso)
 			dev->hw_features |= NETIF_F_TSO;
@@ -673,12 +787,16 @@ int ipoib_register(struct ipoib_dev_priv *priv)
 	/* no carrier until the broadcast group is joined (operstate follows) */
 	netif_carrier_off(dev);
 	ret = register_netdevice(dev);
-	if (ret) {
-		ipoib_transport_cleanup(priv);
-		return ret;
-	}
+	if (ret)
+		goto err_transport_cleanup;
 	ipoib_debugfs_add(priv);
 	return 0;
+
+err_transport_cleanup:
+	ipoib_transport_cleanup(priv);
+err_rn_free:
+	ipoib_rn_free(priv);
+	return ret;
 }
 
 /*
@@ -700,6 +818,7 @@ void ipoib_release(struct ipoib_dev_priv *priv)
 	cancel_delayed_work_sync(&priv->notify_work);
 	ipoib_mcast_stop(priv);
 	ipoib_transport_cleanup(priv);
+	ipoib_rn_free(priv);
 }
 
 static struct ipoib_dev_priv *ipoib_add_port(struct ipoib_hca *hca,
@@ -709,8 +828,9 @@ static struct ipoib_dev_priv *ipoib_add_port(struct ipoib_hca *hca,
 	struct net_device *dev;
 	int ret;
 
-	dev = alloc_netdev(sizeof(*priv), IPOIB_IFNAME, NET_NAME_UNKNOWN,
-			   ipoib_setup);
+	rtnl_lock();
+	dev = ipoib_alloc_netdev(ca, port, IPOIB_IFNAME);
+	rtnl_unlock();
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
 	dev->rtnl_link_ops = &ipoib_link_ops;
@@ -821,6 +941,9 @@ static int ipoib_add_one(struct ib_device *ca)
 	/* before the interfaces exist, as in-tree: no port event is lost */
 	INIT_IB_EVENT_HANDLER(&hca->event_handler, ca, ipoib_event);
 	ib_register_event_handler(&hca->event_handler);
+	rtnl_lock();
+	ipoib_rn_reserve(ca);
+	rtnl_unlock();
 
 	/* IPoIB runs only on InfiniBand-link-layer ports (not RoCE/iWARP) */
 	rdma_for_each_port(ca, p) {

@@ -113,10 +113,16 @@ static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
 		struct ib_qp_attr qp_attr = { .qkey = be32_to_cpu(rec->qkey) };
 
 		priv->qkey = qp_attr.qkey;
-		ret = ib_modify_qp(priv->qp, &qp_attr, IB_QP_QKEY);
-		if (ret)
-			return ret;
+		/* an enhanced interface's QP gets it with the attach below */
+		if (!priv->enhanced) {
+			ret = ib_modify_qp(priv->qp, &qp_attr, IB_QP_QKEY);
+			if (ret)
+				return ret;
+		}
 		priv->mcast_mtu = IPOIB_UD_MTU(ib_mtu_enum_to_int(rec->mtu));
+		if (priv->enhanced)
+			((struct rdma_netdev *)netdev_priv(priv->dev))->mtu =
+				priv->mcast_mtu;
 	}
 	ret = ib_init_ah_from_mcmember(priv->ca, priv->port, rec, priv->dev,
 				       IB_GID_TYPE_IB, &attr);
@@ -128,7 +134,13 @@ static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
 		return -ENOMEM;
 	/* what this join asked for; m->sendonly may have changed since */
 	if (!m->join_sendonly) {
-		ret = ib_attach_mcast(priv->qp, &m->mgid, be16_to_cpu(rec->mlid));
+		if (priv->enhanced)
+			ret = ipoib_rn_attach_mcast(priv, &m->mgid,
+						    be16_to_cpu(rec->mlid),
+						    m == priv->broadcast);
+		else
+			ret = ib_attach_mcast(priv->qp, &m->mgid,
+					      be16_to_cpu(rec->mlid));
 		if (ret) {
 			ipoib_ah_put(ah);
 			return ret;
@@ -274,7 +286,9 @@ static void ipoib_mcast_leave(struct ipoib_dev_priv *priv, struct ipoib_mcast *m
 	if (m->mc)
 		ib_sa_free_multicast(m->mc);	/* waits for the callback */
 	m->mc = NULL;
-	if (m->attached)
+	if (m->attached && priv->enhanced)
+		ipoib_rn_detach_mcast(priv, &m->mgid, be16_to_cpu(m->rec.mlid));
+	else if (m->attached)
 		ib_detach_mcast(priv->qp, &m->mgid, be16_to_cpu(m->rec.mlid));
 	m->attached = false;
 	ipoib_ah_put(m->ah);

@@ -101,6 +101,8 @@ static int ipoib_newlink(struct net *src_net, struct net_device *dev,
 		NL_SET_ERR_MSG(extack, "ipoib: P_Key 0x0000/0x8000 is invalid");
 		return -EINVAL;
 	}
+	/* rtnetlink allocated it with ipoib_link_ops.priv_size, under rtnl */
+	ipoib_rn_place(dev);
 	ret = ipoib_child_create(parent, dev, pkey | 0x8000, false, extack);
 	if (ret)
 		return ret;
@@ -151,8 +153,12 @@ struct rtnl_link_ops ipoib_link_ops __read_mostly = {
 	.kind = IPOIB_LINK_KIND,
 	/* for parents; children never reach the refund (ipoib_net_exit) */
 	.netns_refund = true,
-	.priv_size = sizeof(struct ipoib_dev_priv),
+	/* a bare rdma_netdev, then ours; grows for providers (rn.c) */
+	.priv_size = ALIGN(sizeof(struct rdma_netdev), NETDEV_ALIGN) +
+		     sizeof(struct ipoib_dev_priv),
 	.setup = ipoib_setup,
+	.get_num_tx_queues = ipoib_rn_num_txqs,
+	.get_num_rx_queues = ipoib_rn_num_rxqs,
 	.maxtype = IFLA_IPOIB_MAX,
 	.policy = ipoib_policy,
 	.validate = ipoib_validate,
