@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# ipoib: intree
+# ipoib: both
 # timeout: 300
 #
 # softib's rdma_netdev (enhanced=1), as the unmodified in-tree ib_ipoib
-# uses it on mlx5: the provider owns the datapath of every IPoIB netdev.
+# uses it on mlx5, and ours with ipoib_enhanced=1 (its default): the
+# provider owns the datagram datapath of every IPoIB netdev.
 #
 # - ethtool: the provider's driver info, one channel per CPU (-l), a
 #   receive ring of 512 (-g), per-queue counters (-S);
@@ -14,8 +15,10 @@
 # - RSS: eight TCP streams land on more than one receive queue;
 # - the netdev's own broadcasts come back from the fabric and are dropped
 #   by the provider (rx*_mcast_echo), as mlx5 drops them;
-# - no connected mode: "connected" written to mode is refused (EINVAL),
-#   as in-tree does on any provider;
+# - connected mode: in-tree refuses "connected" (EINVAL), as on any
+#   provider; ours runs it beside the provider's queues (RC QPs of its
+#   own, the RC flag in the hardware address): big pings and TCP over RC,
+#   then back to datagram;
 # - P_Key children (sysfs and netlink) are netdevs of their own with
 #   their own QPN, and carry traffic;
 # - ethtool -L and -G restart the rings: traffic goes on, bad values are
@@ -95,14 +98,40 @@ check_err $? "no echo of ib0's own broadcasts dropped (mcast_echo $e0 -> $e1)"
 log_test "the netdev's own broadcasts are dropped on the way back"
 
 RET=0
-# bash, whose write error names the errno (dash says "I/O error")
-out=$(ip netns exec "$A" bash -c 'echo connected > /sys/class/net/ib0/mode' 2>&1)
-check_fail $? "connected mode accepted"
-[[ $out == *"Invalid argument"* ]]
-check_err $? "mode write: '$out'"
-[[ $(ip netns exec "$A" cat /sys/class/net/ib0/mode) == datagram ]]
-check_err $? "ib0 mode $(ip netns exec "$A" cat /sys/class/net/ib0/mode)"
-log_test "no connected mode on the provider: EINVAL, as in-tree gives it"
+if [[ $IPOIB == intree ]]; then
+	# bash, whose write error names the errno (dash says "I/O error")
+	out=$(ip netns exec "$A" bash -c 'echo connected > /sys/class/net/ib0/mode' 2>&1)
+	check_fail $? "connected mode accepted"
+	[[ $out == *"Invalid argument"* ]]
+	check_err $? "mode write: '$out'"
+	[[ $(ip netns exec "$A" cat /sys/class/net/ib0/mode) == datagram ]]
+	check_err $? "ib0 mode $(ip netns exec "$A" cat /sys/class/net/ib0/mode)"
+	log_test "no connected mode on the provider: EINVAL, as in-tree gives it"
+else
+	for ns_dev in "$A ib0" "$B ib1"; do
+		set -- $ns_dev
+		ip netns exec "$1" sh -c "echo connected > /sys/class/net/$2/mode"
+		check_err $? "$2: connected mode refused"
+	done
+	for s in 56 9000 65000; do
+		slowwait 10 ip netns exec "$A" ping -c 1 -W 1 -s "$s" 192.0.2.2 >/dev/null
+		check_err $? "ping -s $s in connected mode"
+	done
+	n=$(rdma res show qp 2>/dev/null | grep -c "type RC" || true)
+	((n >= 2))
+	check_err $? "$n RC QPs: the pings did not go over connections"
+	mbps=$(iperf_mbps "$A" "$B" 192.0.2.2 3)
+	check_err $? "iperf3 in connected mode"
+	ktap_diag "TCP over RC beside the provider: ${mbps:-0} Mbit/s, $n RC QPs"
+	for ns_dev in "$A ib0" "$B ib1"; do
+		set -- $ns_dev
+		ip netns exec "$1" sh -c "echo datagram > /sys/class/net/$2/mode"
+		check_err $? "$2: back to datagram mode"
+	done
+	slowwait 10 ip netns exec "$A" ping -c 1 -W 1 -s 1400 192.0.2.2 >/dev/null
+	check_err $? "no datagram traffic after connected mode"
+	log_test "connected mode beside the provider: pings to 65000 bytes and TCP over RC"
+fi
 
 RET=0
 softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
