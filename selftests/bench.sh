@@ -10,8 +10,13 @@
 #   DRV-dg-off         datagram mode, softib offloads=0 (software checksums)
 #   DRV-dg             datagram mode, softib offloads=1 (UD csum + LSO)
 #   DRV-cm             connected mode, MTU 65520 (offloads=1 loaded)
-# with DRV the in-tree ib_ipoib ("intree") and ours. Rows per variant:
-#   tcp1, tcp4         iperf3 TCP Mbit/s, 1 and 4 streams
+#   DRV-en             datagram mode on softib's rdma_netdev (enhanced=1
+#                      offloads=1): "enhanced IPoIB", as on ConnectX-4+
+#   ours-en-cm         ours in connected mode on the rdma_netdev (in-tree
+#                      has none there: its column is in-tree's DRV-en)
+# with DRV the in-tree ib_ipoib ("intree") and ours; the dg and cm rows
+# are both drivers' own datapath ("legacy"). Rows per variant:
+#   tcp1, tcp2, tcp4   iperf3 TCP Mbit/s, 1, 2 and 4 streams
 #   cpu_gb             guest CPU seconds (all CPUs, busy jiffies of
 #                      /proc/stat) per GB received, during tcp1
 #   udp64_pps          iperf3 UDP, 64-byte payloads, unlimited rate:
@@ -48,6 +53,12 @@
 #   cm_close_s         seconds until every connection was closed (DREQ)
 #                      after the switch back to datagram mode
 #
+# Latency, BENCH_LAT_ROUNDS rounds (10) of its own after those, the
+# drivers' order alternating: per round and driver, the sockperf
+# ping-pong's median round trip in datagram (DRV-lat-dg) and connected
+# mode (DRV-lat-cm), own datapath, offloads=1; the table gives the
+# median of those medians and their spread.
+#
 # BENCH_ROUNDS rounds (3); each runs every variant, the drivers' order
 # alternating between rounds. The table gives the median and the spread
 # ((max - min) / median) per row, and the ratios ours/in-tree and
@@ -55,7 +66,8 @@
 # host's .build/<abi>/results/) has every sample. BENCH_PROFILE=1 (the
 # default) adds a perf profile (software cpu-clock) of both drivers in
 # datagram mode for TCP, UDP and ping-pong. Env BENCH_SECS (4) per measurement.
-# BENCH_PARTS ("veth softib drivers peers") runs only the sections named.
+# BENCH_PARTS ("veth softib drivers enhanced peers latency") runs only
+# the sections named.
 
 source "$(dirname "$0")/lib.sh"
 
@@ -67,7 +79,8 @@ CHILDREN=${BENCH_CHILDREN:-1000}
 BATCH=${BENCH_BATCH:-25}
 PROFILE=${BENCH_PROFILE:-1}
 # BENCH_PARTS: the sections to run (all by default)
-PARTS=" ${BENCH_PARTS:-veth softib drivers peers} "
+PARTS=" ${BENCH_PARTS:-veth softib drivers enhanced peers latency} "
+LAT_ROUNDS=${BENCH_LAT_ROUNDS:-10}
 PEERS=${BENCH_PEERS:-100 1000}
 [[ $LONG == 1 ]] && PEERS=${BENCH_PEERS:-100 1000 5000 10000}
 JSON=${BENCH_JSON:-/results/bench.json}
@@ -114,7 +127,7 @@ print(int(got / s["seconds"]), round(s["lost_percent"], 1))'
 tcp_rows() { # VARIANT
 	local out c0 c1 mbit bytes
 
-	for streams in 1 4; do
+	for streams in 1 2 4; do
 		iperf_server "$B" $SRV || return 1
 		c0=$(cpu_busy)
 		out=$(ip netns exec "$A" timeout $((SECS + 30)) \
@@ -355,6 +368,49 @@ driver_rows() {
 	[[ -z $failed ]]
 }
 
+# enhanced_rows DRV: on softib's rdma_netdev (enhanced=1 offloads=1): the
+# datagram rows, and for ours the connected rows too.
+enhanced_rows() {
+	local failed=""
+
+	IPOIB=$1
+	if ipoib_fabric_up enhanced=1 offloads=1 debug_wrid=0; then
+		measure "$1-en" || failed+=" datagram"
+		if [[ $1 == ours ]]; then
+			if set_connected; then
+				measure "$1-en-cm" || failed+=" connected"
+			else
+				failed+=" connected-mode-switch"
+			fi
+		fi
+	else
+		failed=" fabric-up"
+	fi
+	__defer_run
+	cleanup_ns
+	[[ -z $failed ]] || ktap_diag "$1 enhanced, round $round: failed:$failed"
+	[[ -z $failed ]]
+}
+
+# latency_rows DRV: the ping-pong alone, datagram then connected mode
+latency_rows() {
+	local failed=""
+
+	IPOIB=$1
+	if ipoib_fabric_up offloads=1 debug_wrid=0; then
+		slowwait 20 ip netns exec "$A" ping -c 1 -W 1 $SRV >/dev/null &&
+			rr_rows "$1-lat-dg" || failed+=" datagram"
+		set_connected && slowwait 20 ip netns exec "$A" ping -c 1 -W 1 $SRV >/dev/null &&
+			rr_rows "$1-lat-cm" || failed+=" connected"
+	else
+		failed=" fabric-up"
+	fi
+	__defer_run
+	cleanup_ns
+	[[ -z $failed ]] || ktap_diag "$1 latency, round $round: failed:$failed"
+	[[ -z $failed ]]
+}
+
 # profile DRV: perf (cpu-clock, all CPUs) over one TCP, one UDP and one
 # ping-pong run in datagram mode with offloads; the top symbols of each
 profile() {
@@ -386,7 +442,7 @@ profile() {
 	cleanup_ns
 }
 
-ktap_header $((ROUNDS * 8 + 1))
+ktap_header $((ROUNDS * 10 + LAT_ROUNDS * 2 + 1))
 ktap_diag "$ROUNDS rounds, ${SECS}s per measurement, $PER_ROUND children per round in batches of $BATCH"
 start=$SECONDS
 # part NAME: is section NAME in BENCH_PARTS?
@@ -419,6 +475,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		done
 	done
 	for drv in $drivers; do
+		if part enhanced; then
+			enhanced_rows "$drv"
+			ktap_result $? "round $round: $drv, softib enhanced=1"
+		else
+			ktap_skip "round $round: $drv, softib enhanced=1" "not in BENCH_PARTS"
+		fi
+	done
+	for drv in $drivers; do
 		if part peers; then
 			peers_rows "$drv"
 			ktap_result $? "round $round: $drv, peers $PEERS"
@@ -429,6 +493,20 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		fi
 	done
 	ktap_diag "round $round done after $((SECONDS - start))s"
+done
+
+for ((lat = 1; lat <= LAT_ROUNDS; lat++)); do
+	round=$lat
+	drivers="intree ours"
+	((lat % 2)) || drivers="ours intree"
+	for drv in $drivers; do
+		if part latency; then
+			latency_rows "$drv"
+			ktap_result $? "latency round $lat: $drv"
+		else
+			ktap_skip "latency round $lat: $drv" "not in BENCH_PARTS"
+		fi
+	done
 done
 
 if ((PROFILE)) && part drivers; then
@@ -456,10 +534,14 @@ def spread(v, row):
     m = med(v, row)
     return (max(s) - min(s)) / m if s and m else None
 
-rows = [("tcp1", "Mbit/s", 1), ("tcp4", "Mbit/s", 1), ("cpu_gb", "CPU s/GB", -1),
+rows = [("tcp1", "Mbit/s", 1), ("tcp2", "Mbit/s", 1), ("tcp4", "Mbit/s", 1),
+        ("cpu_gb", "CPU s/GB", -1),
         ("udp64_pps", "pkt/s", 1), ("udp64_loss", "% lost", -1),
         ("rr_p50", "us", -1), ("rr_p99", "us", -1)]
-modes = ["dg-off", "dg", "cm"]
+modes = ["dg-off", "dg", "cm", "en", "en-cm", "lat-dg", "lat-cm"]
+# in-tree has no connected mode on an rdma_netdev: ours' en-cm row is
+# set against in-tree's enhanced datagram mode
+ref = {"en-cm": "en"}
 fmt = "{:<12} {:<7} {:>10} {:>6} {:>10} {:>6} {:>10} {:>7} {:>7}"
 print(fmt.format("row", "mode", "in-tree", "+-%", "ours", "+-%", "veth", "/intree", "/veth"))
 table = []
@@ -471,16 +553,28 @@ def ratio(a, b, better):
     return a / b
 for row, unit, better in rows:
     for mode in modes:
-        i, o, ve = med("intree-" + mode, row), med("ours-" + mode, row), med("veth", row)
-        if i is None and o is None:
+        im = "intree-" + ref.get(mode, mode)
+        i, o, ve = med(im, row), med("ours-" + mode, row), med("veth", row)
+        if o is None and (i is None or mode in ref):
             continue
         r_i, r_v = ratio(o, i, better), ratio(o, ve, better)
-        si, so = spread("intree-" + mode, row), spread("ours-" + mode, row)
+        si, so = spread(im, row), spread("ours-" + mode, row)
         print(fmt.format(row, mode, num(i), num(si and si * 100), num(o), num(so and so * 100),
                          num(ve), num(r_i), num(r_v)))
         table.append(dict(row=row, unit=unit, mode=mode, intree=i, ours=o, veth=ve,
                           ours_intree=r_i, ours_veth=r_v, spread_intree=si, spread_ours=so,
                           higher_is_better=better > 0))
+# scaling over the guest's CPUs: 2 and 4 streams against one
+for mode in modes:
+    for n in (2, 4):
+        i1, o1 = med("intree-" + mode, "tcp1"), med("ours-" + mode, "tcp1")
+        i2, o2 = med("intree-" + mode, "tcp%d" % n), med("ours-" + mode, "tcp%d" % n)
+        if o1 is None and i1 is None:
+            continue
+        si, so = ratio(i2, i1, 1), ratio(o2, o1, 1)
+        print(fmt.format("tcp%d/tcp1" % n, mode, num(si), "-", num(so), "-", "-", "-", "-"))
+        table.append(dict(row="tcp%d/tcp1" % n, unit="ratio", mode=mode, intree=si, ours=so,
+                          higher_is_better=True))
 for row, unit in [("children_s", "s per 1000"), ("child_kb", "kB"), ("pkey_ms", "ms")]:
     i, o = med("intree", row), med("ours", row)
     if i is None and o is None:
