@@ -861,10 +861,11 @@ static void softib_rn_get_stats64(struct net_device *ndev,
 		s->tx_bytes += bytes;
 		s->tx_dropped += dropped;
 	}
-	/* what IPoIB itself drops (no path, no neighbour) */
-	s->tx_dropped += READ_ONCE(ndev->stats.tx_dropped);
-	s->tx_errors += READ_ONCE(ndev->stats.tx_errors);
-	s->rx_dropped += READ_ONCE(ndev->stats.rx_dropped);
+	/*
+	 * The ULP's own counters (dev->stats: what IPoIB drops before a
+	 * send) are not the provider's, as with mlx5: ipoib-ng adds them,
+	 * in-tree on a provider does not show them.
+	 */
 }
 
 static const struct net_device_ops softib_rn_netdev_ops = {
