@@ -315,7 +315,10 @@ static bool softib_inject_can_recv(struct softib_dev *sdev, u16 dlid, u32 qpn)
 		qp = rcu_dereference(dport->special[qpn]);
 	else
 		qp = xa_load(&sdev->qps, qpn);
-	if (qp) {
+	if (qp && READ_ONCE(qp->rn)) {
+		/* an rdma_netdev's QP receives into the netdev's rings */
+		ret = softib_rn_can_recv(qp);
+	} else if (qp) {
 		/* a racy peek is fine: this only paces the injector */
 		rq = qp->srq ? &qp->srq->rq : &qp->rq;
 		ret = READ_ONCE(rq->head) != READ_ONCE(rq->tail);

@@ -99,6 +99,7 @@ struct softib_rn_rq_stats {
 	u64 csum_unnecessary;
 	u64 multicast;		/* multicast and broadcast received */
 	u64 mcast_echo;		/* the netdev's own multicast, dropped */
+	u64 length_errors;	/* shorter than the IPoIB header, dropped */
 	u64 no_skb;
 	struct u64_stats_sync syncp;
 };
@@ -264,6 +265,27 @@ void softib_rn_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 	softib_rn_kick(rxq);
 }
 
+/*
+ * For the injector's pacing (inject.c): every receive ring of the QP's
+ * netdev has a buffer posted. A peek under the lock that keeps the rings.
+ */
+bool softib_rn_can_recv(struct softib_qp *qp)
+{
+	struct softib_rn *rn;
+	unsigned long flags;
+	bool ret = true;
+	u32 q;
+
+	spin_lock_irqsave(&qp->rq.lock, flags);
+	rn = qp->rn;
+	for (q = 0; rn && rn->running && q < rn->nrxq; q++)
+		/* NAPI posts on its own: a peek, no ordering needed */
+		if (rn->rxq[q].prod == READ_ONCE(rn->rxq[q].fill))
+			ret = false;
+	spin_unlock_irqrestore(&qp->rq.lock, flags);
+	return ret;
+}
+
 /* Post buffers up to a full ring; NAPI context (or the ring is idle). */
 static void softib_rn_refill(struct softib_rn_rxq *rxq)
 {
@@ -321,6 +343,15 @@ static struct sk_buff *softib_rn_build_skb(struct softib_rn_rxq *rxq,
 	}
 	skb_pull(skb, IB_GRH_BYTES);
 	if (unlikely(skb->len < SOFTIB_IPOIB_HLEN)) {
+		/*
+		 * A completion like any other to the queue's counters, as
+		 * mlx5 counts every one it hands up; not handed up here
+		 */
+		u64_stats_update_begin(&rxq->st.syncp);
+		rxq->st.packets++;
+		rxq->st.bytes += skb->len;
+		rxq->st.length_errors++;
+		u64_stats_update_end(&rxq->st.syncp);
 		dev_kfree_skb_any(skb);
 		return NULL;
 	}
@@ -825,7 +856,7 @@ static void softib_rn_get_stats64(struct net_device *ndev,
 				  struct rtnl_link_stats64 *s)
 {
 	struct softib_rn *rn = to_srn(ndev);
-	u64 packets, bytes, dropped, mcast;
+	u64 packets, bytes, dropped, mcast, runts;
 	unsigned int start;
 	u32 q;
 
@@ -841,8 +872,11 @@ static void softib_rn_get_stats64(struct net_device *ndev,
 			bytes = rxq->st.bytes;
 			dropped = rxq->st.no_skb;
 			mcast = rxq->st.multicast;
+			runts = rxq->st.length_errors;
 		} while (u64_stats_fetch_retry(&rxq->st.syncp, start));
 		s->multicast += mcast;
+		s->rx_length_errors += runts;
+		s->rx_errors += runts;
 		s->rx_packets += packets;
 		s->rx_bytes += bytes;
 		s->rx_dropped += dropped;
@@ -1001,7 +1035,8 @@ static const char softib_rn_names[][ETH_GSTRING_LEN] = {
 };
 
 static const char softib_rn_rq_names[][ETH_GSTRING_LEN] = {
-	"packets", "bytes", "csum_unnecessary", "mcast_echo", "no_skb", "no_buf",
+	"packets", "bytes", "csum_unnecessary", "mcast_echo", "length_errors",
+	"no_skb", "no_buf",
 };
 
 static const char softib_rn_sq_names[][ETH_GSTRING_LEN] = {
@@ -1064,9 +1099,10 @@ static void softib_rn_get_ethtool_stats(struct net_device *ndev,
 			data[1] = rxq->st.bytes;
 			data[2] = rxq->st.csum_unnecessary;
 			data[3] = rxq->st.mcast_echo;
-			data[4] = rxq->st.no_skb;
+			data[4] = rxq->st.length_errors;
+			data[5] = rxq->st.no_skb;
 		} while (u64_stats_fetch_retry(&rxq->st.syncp, start));
-		data[5] = atomic64_read(&rxq->no_buf);
+		data[6] = atomic64_read(&rxq->no_buf);
 		data += ARRAY_SIZE(softib_rn_rq_names);
 	}
 	for (q = 0; q < rn->ntxq; q++) {

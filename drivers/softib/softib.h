@@ -844,6 +844,7 @@ int softib_recv_copy(const struct softib_pkt *pkt, struct softib_qp *dqp,
 
 /* rdma_netdev.c */
 extern bool softib_enhanced;
+bool softib_rn_can_recv(struct softib_qp *qp);
 int softib_rn_get_params(struct ib_device *ibdev, u32 port_num,
 			 enum rdma_netdev_t type,
 			 struct rdma_netdev_alloc_params *params);
