@@ -855,6 +855,20 @@ iperf_mbps() {
 	((bps > 0))
 }
 
+# iperf_both WHAT IN_TREE_ADDR OUR_ADDR: 2 s of TCP each way between the
+# in-tree driver in $A and ours in $B (the interop tests), one case
+iperf_both() {
+	local m1 m2
+
+	RET=0
+	m1=$(iperf_mbps "$A" "$B" "$3" 2)
+	check_err $? "in-tree -> ours iperf3"
+	m2=$(iperf_mbps "$B" "$A" "$2" 2)
+	check_err $? "ours -> in-tree iperf3"
+	ktap_diag "iperf3 TCP $1 in-tree -> ours: ${m1:-0} Mbit/s, ours -> in-tree: ${m2:-0} Mbit/s"
+	log_test "$1: iperf3 TCP both ways"
+}
+
 # ---- many peers: softib's virtual nodes (Documentation/softib.rst) ------
 
 # peers_neigh_bounds N: the neighbour table holds N peers (a site with
