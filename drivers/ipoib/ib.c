@@ -802,16 +802,23 @@ ipoib_poll_cq(struct ipoib_dev_priv *priv, struct ib_cq *cq, int cap,
 	      int *max)
 {
 	struct ib_wc wcs[16];
-	int polled = 0, n, i;
+	int polled = 0, want, n, i;
 
 	while (polled < cap) {
-		n = min_t(int, cap - polled, ARRAY_SIZE(wcs));
-		n = ib_poll_cq(cq, n, wcs);
+		want = min_t(int, cap - polled, ARRAY_SIZE(wcs));
+		n = ib_poll_cq(cq, want, wcs);
 		if (n <= 0)
 			break;
 		polled += n;
 		for (i = 0; i < n; i++)
 			handle(priv, &wcs[i]);
+		/*
+		 * The CQ had no more: asking again only takes its lock once
+		 * more (the re-arm in ipoib_poll_done() reports what came
+		 * in since)
+		 */
+		if (n < want)
+			break;
 	}
 	if (polled > READ_ONCE(*max))
 		WRITE_ONCE(*max, polled);
