@@ -22,6 +22,9 @@
 #   udp64_pps          iperf3 UDP, 64-byte payloads, unlimited rate:
 #                      datagrams/s that arrived, and udp64_loss (%)
 #   rr_p50, rr_p99     sockperf UDP ping-pong, 64 bytes, round trip (us)
+#   rr_ctxt, rr_netrx, the ping-pong's work per round trip, the guest's
+#   rr_cpu_us          whole: context switches, NET_RX softirqs, busy
+#                      CPU time (both vCPUs, microseconds)
 # Control plane, per driver (datagram mode):
 #   children_s         seconds per 1000 children created, brought up and
 #                      deleted (BENCH_CHILDREN in all, shared by the rounds,
@@ -153,15 +156,34 @@ udp_rows() { # VARIANT
 	sample "$1" udp64_loss "$loss"
 }
 
+# work_snap: context switches, NET_RX softirqs (all CPUs) and busy CPU
+# time in USER_HZ ticks, the guest's whole: both ends, softib's work
+# items, the NAPI polls
+work_snap() {
+	echo "$(awk '/^ctxt / { c = $2 }
+		/^cpu / { b = $2 + $3 + $4 + $7 + $8 }
+		END { print c, b }' /proc/stat)" \
+		"$(awk '/NET_RX:/ { for (i = 2; i <= NF; i++) s += $i; print s }' /proc/softirqs)"
+}
+
 rr_rows() { # VARIANT
-	local out
+	local out rtt c0 b0 n0 c1 b1 n1
 
 	ip netns exec "$B" sockperf sr -i $SRV --daemonize >/dev/null 2>&1 || return 1
+	read -r c0 b0 n0 <<<"$(work_snap)"
 	out=$(ip netns exec "$A" timeout $((SECS + 30)) \
 		sockperf pp -i $SRV -t "$SECS" -m 64 --full-rtt 2>&1)
+	read -r c1 b1 n1 <<<"$(work_snap)"
 	pkill -f "sockperf sr -i $SRV"
 	sample "$1" rr_p50 "$(awk '/percentile 50.000 =/ { print $NF }' <<<"$out")" &&
-		sample "$1" rr_p99 "$(awk '/percentile 99.000 =/ { print $NF }' <<<"$out")"
+		sample "$1" rr_p99 "$(awk '/percentile 99.000 =/ { print $NF }' <<<"$out")" || return 1
+	# the work per round trip: every exchange of the run, warm-up too
+	rtt=$(sed -n 's/.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*/\1/p' <<<"$out")
+	[[ $rtt -gt 0 ]] || return 1
+	sample "$1" rr_ctxt "$(awk -v d=$((c1 - c0)) -v n="$rtt" 'BEGIN { printf "%.2f", d / n }')" &&
+		sample "$1" rr_netrx "$(awk -v d=$((n1 - n0)) -v n="$rtt" 'BEGIN { printf "%.2f", d / n }')" &&
+		sample "$1" rr_cpu_us "$(awk -v d=$((b1 - b0)) -v n="$rtt" -v hz="$HZ_USER" \
+			'BEGIN { printf "%.1f", d * 1e6 / hz / n }')"
 }
 
 measure() { # VARIANT
@@ -537,7 +559,9 @@ def spread(v, row):
 rows = [("tcp1", "Mbit/s", 1), ("tcp2", "Mbit/s", 1), ("tcp4", "Mbit/s", 1),
         ("cpu_gb", "CPU s/GB", -1),
         ("udp64_pps", "pkt/s", 1), ("udp64_loss", "% lost", -1),
-        ("rr_p50", "us", -1), ("rr_p99", "us", -1)]
+        ("rr_p50", "us", -1), ("rr_p99", "us", -1),
+        ("rr_ctxt", "switches/rtt", -1), ("rr_netrx", "softirqs/rtt", -1),
+        ("rr_cpu_us", "CPU us/rtt", -1)]
 modes = ["dg-off", "dg", "cm", "en", "en-cm", "lat-dg", "lat-cm"]
 # in-tree has no connected mode on an rdma_netdev: ours' en-cm row is
 # set against in-tree's enhanced datagram mode
