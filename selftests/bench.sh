@@ -70,7 +70,7 @@
 # default) adds a perf profile (software cpu-clock) of both drivers in
 # datagram mode for TCP, UDP and ping-pong. Env BENCH_SECS (4) per measurement.
 # BENCH_PARTS ("veth softib drivers enhanced peers latency") runs only
-# the sections named.
+# the sections named; "profile" alone runs the profile without the rounds.
 
 source "$(dirname "$0")/lib.sh"
 
@@ -433,6 +433,21 @@ latency_rows() {
 	[[ -z $failed ]]
 }
 
+# module_shares: perf's "--sort sym" report on stdin, as percentages of
+# the busy (not idle) samples per module of /proc/kallsyms: the kernel,
+# each module, user space
+module_shares() {
+	awk 'NR == FNR { if ($4 ~ /^\[/) mod[$3] = $4; next }
+	$1 ~ /%$/ {
+		p = $1 + 0; s = $3
+		if (s ~ /idle|safe_halt|mwait|poll_idle/) next
+		m = $2 == "[.]" ? "user" : (s in mod ? mod[s] : "kernel")
+		sum[m] += p; busy += p
+	}
+	END { for (m in sum) printf "%6.1f%% %s\n", sum[m] * 100 / busy, m }' \
+		/proc/kallsyms - | sort -rn
+}
+
 # profile DRV: perf (cpu-clock, all CPUs) over one TCP, one UDP and one
 # ping-pong run in datagram mode with offloads; the top symbols of each
 profile() {
@@ -458,6 +473,11 @@ profile() {
 		ktap_diag "profile $1-dg $row (cpu-clock, all CPUs, top 15 but idle):"
 		ktap_diag "$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio --no-children \
 			--sort sym 2>/dev/null | grep -Ev '^$|safe_halt|default_idle|cpu_idle' | head -n 15)"
+		# the driver's and softib's shares of the busy time: what a
+		# driver change can gain at most
+		ktap_diag "profile $1-dg $row, shares of the busy time by module:"
+		ktap_diag "$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio --no-children \
+			--sort sym 2>/dev/null | module_shares)"
 	done
 	rm -f /tmp/perf.data
 	__defer_run
@@ -531,7 +551,7 @@ for ((lat = 1; lat <= LAT_ROUNDS; lat++)); do
 	done
 done
 
-if ((PROFILE)) && part drivers; then
+if ((PROFILE)) && { part drivers || part profile; }; then
 	for drv in intree ours; do
 		profile "$drv" || ktap_diag "profile of $drv failed"
 	done
