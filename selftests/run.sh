@@ -171,7 +171,7 @@ run_series() {
 	for ((k = 1; k <= n; k++)); do
 		res=$b/results
 		((n == 1)) || res=$b/results-$k
-		echo "# kernel $abi: booting a QEMU guest (TCG, 2 vCPUs)${res#"$b/results"}"
+		echo "# kernel $abi: booting a QEMU guest (TCG thread=${GUEST_TCG_THREAD:-single}, 2 vCPUs)${res#"$b/results"}"
 		(
 			rc=0
 			"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" \

@@ -227,8 +227,13 @@ cmdline+=" ${append}"
 # seen by every vCPU before either runs again. The guest still has two
 # CPUs (preemption, IPIs, concurrent NAPI and work items interleave), and
 # two guests side by side still use both host cores.
+# GUEST_TCG_THREAD=multi (a bench's scaling over the vCPUs, one guest on
+# the machine) gives each vCPU a host thread, with that race back.
+tcg_thread=${GUEST_TCG_THREAD:-single}
+[[ $tcg_thread == single || $tcg_thread == multi ]] ||
+	{ echo "run-guest.sh: GUEST_TCG_THREAD='$tcg_thread': single or multi" >&2; exit 1; }
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -no-reboot
-	-accel tcg,thread=single -cpu max -smp 2 -m "$mem" -display none -nic none
+	-accel tcg,thread="$tcg_thread" -cpu max -smp 2 -m "$mem" -display none -nic none
 	-kernel "$vmlinuz" -initrd "$initrd" -append "$cmdline"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$results,mount_tag=results,security_model=none")
