@@ -33,16 +33,6 @@ static void ipoib_send_cq_event(struct ib_cq *cq, void *ctx)
 {
 	struct ipoib_dev_priv *priv = ctx;
 
-	/* one-shot: the next ipoib_send_cq_arm() arms it again */
-	clear_bit(0, &priv->send_cq_armed);
-	napi_schedule(&priv->send_napi);
-}
-
-/* Sends left in flight with no event armed: reap them now. */
-static void ipoib_send_reap_timer(struct timer_list *t)
-{
-	struct ipoib_dev_priv *priv = from_timer(priv, t, send_reap_timer);
-
 	napi_schedule(&priv->send_napi);
 }
 
@@ -241,7 +231,6 @@ int ipoib_transport_init(struct ipoib_dev_priv *priv)
 	priv->tx_size = ipoib_send_queue_size;
 	priv->rx_size = ipoib_recv_queue_size;
 	timer_setup(&priv->cm_tx_stall_timer, ipoib_cm_tx_stall_timer, 0);
-	timer_setup(&priv->send_reap_timer, ipoib_send_reap_timer, 0);
 	spin_lock_init(&priv->ah_lock);
 	INIT_LIST_HEAD(&priv->ah_dead);
 	atomic_set(&priv->ah_rcu_pending, 0);
@@ -738,50 +727,14 @@ void ipoib_tx_done(struct ipoib_dev_priv *priv, struct ipoib_tx_buf *buf,
 	smp_store_release(&priv->global_tail, priv->global_tail + 1);
 }
 
-/*
- * Arm the send CQ unless it is armed already; true if completions were
- * waiting before the arming (the caller polls them).
- */
-static bool ipoib_send_cq_arm(struct ipoib_dev_priv *priv)
-{
-	if (test_and_set_bit(0, &priv->send_cq_armed))
-		return false;
-	return ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
-				IB_CQ_REPORT_MISSED_EVENTS) > 0;
-}
-
-/*
- * Sends are in flight and the send CQ is not armed. A few of them (a
- * ping-pong, a request and its answer) are left to the receive NAPI,
- * which reaps them when the answer comes (ipoib_napi_poll()): no
- * completion event and no second softirq per packet. The timer bounds
- * their wait where no answer comes. A batch arms the CQ, as a ring that
- * may fill and stop the queue must.
- */
-static void ipoib_send_reap_later(struct ipoib_dev_priv *priv,
-				  unsigned int inflight)
-{
-	if (inflight < priv->tx_signal) {
-		if (!timer_pending(&priv->send_reap_timer))
-			mod_timer(&priv->send_reap_timer, jiffies + 1);
-		return;
-	}
-	if (ipoib_send_cq_arm(priv))
-		napi_schedule(&priv->send_napi);
-}
-
 /* A send was posted (tx lock held): stop the queue before any ring fills. */
 void ipoib_tx_sent(struct ipoib_dev_priv *priv)
 {
-	unsigned int inflight;
-
 	priv->global_head++;
 	netif_trans_update(priv->dev);
 	/* pairs with the release in ipoib_tx_done(): slots NAPI freed */
-	inflight = priv->global_head - smp_load_acquire(&priv->global_tail);
-	if (!test_bit(0, &priv->send_cq_armed))
-		ipoib_send_reap_later(priv, inflight);
-	if (inflight < priv->tx_size)
+	if (priv->global_head - smp_load_acquire(&priv->global_tail) <
+	    priv->tx_size)
 		return;
 	netif_stop_queue(priv->dev);
 	/*
@@ -899,10 +852,6 @@ static int ipoib_napi_poll(struct napi_struct *napi, int budget)
 		ipoib_refill(priv);
 		ipoib_cm_poll(priv);
 	}
-	/* sends in flight that no event will report: reap them in this softirq */
-	if (!test_bit(0, &priv->send_cq_armed) &&
-	    READ_ONCE(priv->global_head) != READ_ONCE(priv->global_tail))
-		napi_schedule(&priv->send_napi);
 	ipoib_poll_done(napi, priv->cq, polled, budget);
 	return polled;
 }
@@ -963,16 +912,7 @@ static int ipoib_send_napi_poll(struct napi_struct *napi, int budget)
 
 	if (!budget)
 		return 0;
-	/*
-	 * Caught up: the CQ stays unarmed until sends are in flight again
-	 * (ipoib_tx_sent()). Otherwise their completions (a stopped queue's
-	 * wake, a connection's flush, an address handle's last send) need
-	 * the event.
-	 */
-	if (polled < budget && napi_complete_done(napi, polled) &&
-	    READ_ONCE(priv->global_head) != priv->global_tail &&
-	    ipoib_send_cq_arm(priv))
-		napi_schedule(napi);
+	ipoib_poll_done(napi, priv->send_cq, polled, budget);
 	return min(polled, budget);
 }
 
@@ -1293,8 +1233,8 @@ static void ipoib_napi_start(struct ipoib_dev_priv *priv)
 	if (ib_req_notify_cq(priv->cq, IB_CQ_NEXT_COMP |
 			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		napi_schedule(&priv->napi);
-	clear_bit(0, &priv->send_cq_armed);
-	if (ipoib_send_cq_arm(priv))
+	if (ib_req_notify_cq(priv->send_cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		napi_schedule(&priv->send_napi);
 	local_bh_enable();
 }
@@ -1399,7 +1339,6 @@ void ipoib_transport_down(struct ipoib_dev_priv *priv)
 	netif_tx_unlock_bh(priv->dev);
 	/* no transmit arms it again until the next transport_up() */
 	timer_delete_sync(&priv->cm_tx_stall_timer);
-	timer_delete_sync(&priv->send_reap_timer);
 
 	if (priv->enhanced) {
 		/* connections are drained (ipoib_cm_stop()); no UD ring */

@@ -396,15 +396,6 @@ struct ipoib_dev_priv {
 	struct ib_qp *qp;
 	struct napi_struct napi;
 	struct napi_struct send_napi;
-	/*
-	 * Bit 0: send_cq is armed, or about to be (test_and_set_bit picks
-	 * the one who arms it); its event clears it. The send CQ is armed
-	 * only while something needs its event (ipoib_send_cq_wanted());
-	 * a few sends in flight are reaped by the receive NAPI's poll or,
-	 * on a link that receives nothing, by send_reap_timer.
-	 */
-	unsigned long send_cq_armed;
-	struct timer_list send_reap_timer;
 	bool transport_up;		/* under rtnl */
 	bool tx_halted;			/* rtnl: the queue must stay stopped */
 
