@@ -167,7 +167,7 @@ work_snap() {
 }
 
 rr_rows() { # VARIANT
-	local out rtt c0 b0 n0 c1 b1 n1
+	local out rtt c0 b0 n0 c1 b1 n1 ctxt netrx cpu
 
 	ip netns exec "$B" sockperf sr -i $SRV --daemonize >/dev/null 2>&1 || return 1
 	read -r c0 b0 n0 <<<"$(work_snap)"
@@ -180,10 +180,10 @@ rr_rows() { # VARIANT
 	# the work per round trip: every exchange of the run, warm-up too
 	rtt=$(sed -n 's/.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*/\1/p' <<<"$out")
 	[[ $rtt -gt 0 ]] || return 1
-	sample "$1" rr_ctxt "$(awk -v d=$((c1 - c0)) -v n="$rtt" 'BEGIN { printf "%.2f", d / n }')" &&
-		sample "$1" rr_netrx "$(awk -v d=$((n1 - n0)) -v n="$rtt" 'BEGIN { printf "%.2f", d / n }')" &&
-		sample "$1" rr_cpu_us "$(awk -v d=$((b1 - b0)) -v n="$rtt" -v hz="$HZ_USER" \
-			'BEGIN { printf "%.1f", d * 1e6 / hz / n }')"
+	read -r ctxt netrx cpu <<<"$(awk -v c=$((c1 - c0)) -v s=$((n1 - n0)) -v b=$((b1 - b0)) \
+		-v n="$rtt" -v hz="$HZ_USER" 'BEGIN { printf "%.2f %.2f %.1f", c / n, s / n, b * 1e6 / hz / n }')"
+	sample "$1" rr_ctxt "$ctxt" && sample "$1" rr_netrx "$netrx" &&
+		sample "$1" rr_cpu_us "$cpu"
 }
 
 measure() { # VARIANT
@@ -433,14 +433,17 @@ latency_rows() {
 	[[ -z $failed ]]
 }
 
+# the idle loop's symbols, left out of the profile
+IDLE_SYMS='safe_halt|default_idle|cpu_idle'
+
 # module_shares: perf's "--sort sym" report on stdin, as percentages of
 # the busy (not idle) samples per module of /proc/kallsyms: the kernel,
 # each module, user space
 module_shares() {
-	awk 'NR == FNR { if ($4 ~ /^\[/) mod[$3] = $4; next }
+	awk -v idle="$IDLE_SYMS" 'NR == FNR { if ($4 ~ /^\[/) mod[$3] = $4; next }
 	$1 ~ /%$/ {
 		p = $1 + 0; s = $3
-		if (s ~ /idle|safe_halt|mwait|poll_idle/) next
+		if (s ~ idle) next
 		m = $2 == "[.]" ? "user" : (s in mod ? mod[s] : "kernel")
 		sum[m] += p; busy += p
 	}
@@ -451,7 +454,7 @@ module_shares() {
 # profile DRV: perf (cpu-clock, all CPUs) over one TCP, one UDP and one
 # ping-pong run in datagram mode with offloads; the top symbols of each
 profile() {
-	local perf row
+	local perf row report
 
 	perf=$(command -v perf)
 	[[ -x $perf ]] || { ktap_diag "profile: no perf (Debian linux-perf)"; return 0; }
@@ -470,14 +473,14 @@ profile() {
 		"$perf" record -q -e cpu-clock -F 499 -a -o /tmp/perf.data -- \
 			ip netns exec "$A" "${cmd[@]}" >/dev/null 2>&1
 		[[ $row == rr ]] && pkill -f "sockperf sr -i $SRV"
+		report=$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio \
+			--no-children --sort sym 2>/dev/null)
 		ktap_diag "profile $1-dg $row (cpu-clock, all CPUs, top 15 but idle):"
-		ktap_diag "$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio --no-children \
-			--sort sym 2>/dev/null | grep -Ev '^$|safe_halt|default_idle|cpu_idle' | head -n 15)"
+		ktap_diag "$(grep -Ev "^$|$IDLE_SYMS" <<<"$report" | head -n 15)"
 		# the driver's and softib's shares of the busy time: what a
 		# driver change can gain at most
 		ktap_diag "profile $1-dg $row, shares of the busy time by module:"
-		ktap_diag "$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio --no-children \
-			--sort sym 2>/dev/null | module_shares)"
+		ktap_diag "$(module_shares <<<"$report")"
 	done
 	rm -f /tmp/perf.data
 	__defer_run
