@@ -9,6 +9,10 @@
 #   veth               the ceiling of the netns + TCP/IP stack in this guest
 #   DRV-dg-off         datagram mode, softib offloads=0 (software checksums)
 #   DRV-dg             datagram mode, softib offloads=1 (UD csum + LSO)
+#   DRV-dg-rps         DRV-dg with RPS over every CPU on both ends: the
+#                      receive work (IP, TCP, the socket) spread over the
+#                      guest's CPUs while one queue takes the completions
+#                      (TCP and UDP rows only)
 #   DRV-cm             connected mode, MTU 65520 (offloads=1 loaded)
 #   DRV-en             datagram mode on softib's rdma_netdev (enhanced=1
 #                      offloads=1): "enhanced IPoIB", as on ConnectX-4+
@@ -19,6 +23,8 @@
 #   tcp1, tcp2, tcp4   iperf3 TCP Mbit/s, 1, 2 and 4 streams
 #   cpu_gb             guest CPU seconds (all CPUs, busy jiffies of
 #                      /proc/stat) per GB received, during tcp1
+#   cpus               CPUs busy during tcp1 (busy CPU seconds per
+#                      second; the guest has 2): what is left for streams
 #   udp64_pps          iperf3 UDP, 64-byte payloads, unlimited rate:
 #                      datagrams/s that arrived, and udp64_loss (%)
 #   rr_p50, rr_p99     sockperf UDP ping-pong, 64 bytes, round trip (us)
@@ -128,19 +134,21 @@ print(int(got / s["seconds"]), round(s["lost_percent"], 1))'
 }
 
 tcp_rows() { # VARIANT
-	local out c0 c1 mbit bytes
+	local out c0 c1 t0 t1 mbit bytes gb cpus
 
 	for streams in 1 2 4; do
 		iperf_server "$B" $SRV || return 1
-		c0=$(cpu_busy)
+		c0=$(cpu_busy) t0=$EPOCHREALTIME
 		out=$(ip netns exec "$A" timeout $((SECS + 30)) \
 			iperf3 -c $SRV -t "$SECS" -P $streams -J) || return 1
-		c1=$(cpu_busy)
+		c1=$(cpu_busy) t1=$EPOCHREALTIME
 		read -r mbit bytes <<<"$(iperf_tcp_parse <<<"$out")" && [[ -n $mbit ]] || return 1
 		sample "$1" tcp$streams "$mbit"
 		if ((streams == 1 && bytes > 0)); then
-			sample "$1" cpu_gb "$(awk -v j=$((c1 - c0)) -v hz="$HZ_USER" -v b="$bytes" \
-				'BEGIN { printf "%.2f", j / hz / (b / 1e9) }')"
+			read -r gb cpus <<<"$(awk -v j=$((c1 - c0)) -v hz="$HZ_USER" -v b="$bytes" \
+				-v t0="$t0" -v t1="$t1" \
+				'BEGIN { printf "%.2f %.2f", j / hz / (b / 1e9), j / hz / (t1 - t0) }')"
+			sample "$1" cpu_gb "$gb" && sample "$1" cpus "$cpus" || return 1
 		fi
 	done
 }
@@ -364,6 +372,24 @@ peers_rows() {
 # datagram rows; with offloads also the connected rows and the control
 # plane (children in datagram mode: the parent's mode is not theirs).
 # Fails (with a diagnostic) if any of them did.
+# rps_on NS DEV MASK: RPS of DEV's receive queue
+rps_on() {
+	ip netns exec "$1" sh -c "echo $3 > /sys/class/net/$2/queues/rx-0/rps_cpus"
+}
+
+# rps_rows VARIANT: TCP and UDP with the receive work spread over every
+# CPU by RPS at both ends, then RPS off again
+rps_rows() {
+	local all ret
+
+	all=$(printf '%x' $(((1 << $(nproc)) - 1)))
+	rps_on "$A" ib0 "$all" && rps_on "$B" ib1 "$all" || return 1
+	tcp_rows "$1" && udp_rows "$1"
+	ret=$?
+	rps_on "$A" ib0 0 && rps_on "$B" ib1 0 || return 1
+	return $ret
+}
+
 driver_rows() {
 	local failed=""
 
@@ -372,6 +398,7 @@ driver_rows() {
 	if ipoib_fabric_up offloads="$2" debug_wrid=0; then
 		if (($2)); then
 			measure "$1-dg" || failed+=" datagram"
+			rps_rows "$1-dg-rps" || failed+=" datagram-rps"
 			if set_connected; then
 				measure "$1-cm" || failed+=" connected"
 			else
@@ -580,12 +607,12 @@ def spread(v, row):
     return (max(s) - min(s)) / m if s and m else None
 
 rows = [("tcp1", "Mbit/s", 1), ("tcp2", "Mbit/s", 1), ("tcp4", "Mbit/s", 1),
-        ("cpu_gb", "CPU s/GB", -1),
+        ("cpu_gb", "CPU s/GB", -1), ("cpus", "CPUs busy", -1),
         ("udp64_pps", "pkt/s", 1), ("udp64_loss", "% lost", -1),
         ("rr_p50", "us", -1), ("rr_p99", "us", -1),
         ("rr_ctxt", "switches/rtt", -1), ("rr_netrx", "softirqs/rtt", -1),
         ("rr_cpu_us", "CPU us/rtt", -1)]
-modes = ["dg-off", "dg", "cm", "en", "en-cm", "lat-dg", "lat-cm"]
+modes = ["dg-off", "dg", "dg-rps", "cm", "en", "en-cm", "lat-dg", "lat-cm"]
 # in-tree has no connected mode on an rdma_netdev: ours' en-cm row is
 # set against in-tree's enhanced datagram mode
 ref = {"en-cm": "en"}
