@@ -669,7 +669,8 @@ ipoib_reached_from() {
 	for d in "$@"; do
 		dev=${d%%=*}
 		addr=${d#*=}
-		if ! ip netns exec "$ns" ping -c 2 -W "$((3 * TIMEOUT_SCALE))" "$addr" >/dev/null; then
+		if ! ip netns exec "$ns" ping -c 2 -i 0.2 -w "$((2 + 3 * TIMEOUT_SCALE))" \
+			-W "$((3 * TIMEOUT_SCALE))" "$addr" >/dev/null; then
 			echo "$ns: no ping to $addr ($dev)"
 			return 1
 		fi

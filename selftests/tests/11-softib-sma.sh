@@ -26,7 +26,7 @@ ktap_header 18
 ktap_diag "IPOIB=$IPOIB"
 
 modprobe ib_umad
-ipoib_fabric_up && ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ipoib_fabric_up && ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ib0/ib1 up and pinging" || ktap_finish
 
 # expect OUTPUT NAME VALUE: one field, or an error naming it

@@ -35,7 +35,7 @@ ktap_header 12
 ktap_diag "IPOIB=$IPOIB"
 
 modprobe ib_umad
-ipoib_fabric_up ports=4 && ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ipoib_fabric_up ports=4 && ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ib0/ib1 up and pinging, four ports" || ktap_finish
 
 if softib_case "ibnetdiscover: one switch, one CA, four links"; then

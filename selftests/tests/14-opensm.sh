@@ -160,7 +160,7 @@ RET=0
 slowwait 30 ipoib_lower_up "$A" ib0 && slowwait 30 ipoib_lower_up "$B" ib1
 check_err $? "no carrier on ib0/ib1 under OpenSM"
 before=$(perfquery "$((l2))" 2 2>/dev/null | sed -n 's/^PortRcvPkts:\.*//p')
-ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 3 -i 0.2 -w 5 -W 2 192.0.2.2 >/dev/null
 check_err $? "ib0 -> ib1 does not ping"
 after=$(perfquery "$((l2))" 2 2>/dev/null | sed -n 's/^PortRcvPkts:\.*//p')
 ((after >= before + 3))
@@ -180,7 +180,7 @@ check_err $? "ib0.8001 through sysfs"
 ipoib_child "$B" ib1 8001 198.51.100.2/24
 check_err $? "ib1.8001 through netlink"
 slowwait 30 ipoib_lower_up "$A" ib0.8001 && slowwait 30 ipoib_lower_up "$B" ib1.8001 &&
-	ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null
 check_err $? "0x8001 children do not ping"
 log_test "P_Key children over sysfs and netlink"
 
@@ -188,7 +188,7 @@ RET=0
 ipoib_set_mode "$A" ib0 connected && ipoib_set_mode "$B" ib1 connected
 check_err $? "connected mode refused"
 slowwait 20 ip netns exec "$A" ping -c 1 -W 2 -s 3000 192.0.2.2 >/dev/null &&
-	ip netns exec "$A" ping -c 3 -W 2 -s 3000 192.0.2.2 >/dev/null
+	ip netns exec "$A" ping -c 3 -i 0.2 -w 5 -W 2 -s 3000 192.0.2.2 >/dev/null
 check_err $? "3000-byte pings fail in connected mode"
 ipoib_set_mode "$A" ib0 datagram && ipoib_set_mode "$B" ib1 datagram
 check_err $? "back to datagram refused"
@@ -212,7 +212,7 @@ for ((run = 1; run <= HUP_RUNS && RET == 0; run++)); do
 	slowwait 30 carrier "$A" ib0.8002 pkey-absent &&
 		slowwait 30 carrier "$B" ib1.8002 pkey-absent
 	check_err $? "run $run: 0x8002 children kept carrier (or the wrong reason) with the partition gone"
-	ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null
 	check_err $? "run $run: 0x8001 stopped working"
 done
 log_test "partitions.conf edited and SIGHUP: a partition comes and goes"
@@ -235,7 +235,7 @@ for ((run = 1; run <= RESTART_RUNS && RET == 0; run++)); do
 		echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:2$"'
 	check_err $? "run $run: the groups were not joined again at the new SA: $(saquery -g 2>&1 | grep MGID | xargs)"
 	slowwait 20 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&
-		ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+		ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null
 	check_err $? "run $run: no ping after OpenSM restarted"
 done
 if ((RESTART_RUNS > 1)); then

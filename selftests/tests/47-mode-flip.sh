@@ -46,7 +46,7 @@ check_err $? "ib1: mode connected refused"
 ip -n "$A" link set ib0 mtu 65520 && ip -n "$B" link set ib1 mtu 65520
 check_err $? "MTU 65520 refused"
 # the first ping waits for the connection
-ip netns exec "$A" ping -c 2 -W $((3 * ${TIMEOUT_SCALE:-1})) 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w $((2 + 3 * ${TIMEOUT_SCALE:-1})) -W $((3 * ${TIMEOUT_SCALE:-1})) 192.0.2.2 >/dev/null
 check_err $? "no ping over the connection"
 log_test "ib0 and ib1 connected"
 

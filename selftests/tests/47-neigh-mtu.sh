@@ -22,7 +22,7 @@ ipoib_fabric_up
 ktap_result $? "ib0/ib1 up in two netns" || ktap_finish
 
 RET=0
-ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 check_err $? "IPv4 ping"
 hwb=$(ipoib_hwaddr "$B" ib1)
 ip -n "$A" neigh show 192.0.2.2 dev ib0 | grep -q "lladdr $hwb "
@@ -48,7 +48,7 @@ check_err $? "MTU 3000 refused"
 check_err $? "MTU 3000 gave $(mtu "$A" ib0), not the group's 2044"
 ip -n "$A" link set ib0 mtu 1500 && [[ $(mtu "$A" ib0) == 1500 ]]
 check_err $? "MTU 1500 gave $(mtu "$A" ib0)"
-ip netns exec "$A" ping -c 2 -W 2 -s 1472 -M do 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 -s 1472 -M do 192.0.2.2 >/dev/null
 check_err $? "full-size ping at MTU 1500"
 log_test "effective MTU is min(admin, broadcast group)"
 

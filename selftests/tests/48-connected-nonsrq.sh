@@ -55,7 +55,7 @@ log_test "$N connected-mode peers on ib1, ib0 in datagram mode"
 # one at a time, so that the first MAX are the ones accepted
 reached=0
 for i in $(seq 1 $N); do
-	ip netns exec "${peers[i - 1]}" ping -c 2 -W 2 192.0.2.1 >/dev/null && reached=$((reached + 1))
+	ip netns exec "${peers[i - 1]}" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.1 >/dev/null && reached=$((reached + 1))
 done
 ktap_diag "$reached of $N peers reached ib0"
 

@@ -104,7 +104,7 @@ fi
 
 # ---- the HCA fails a passive QP ----
 RET=0
-ip netns exec "$A" ping -c 2 -W 3 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 5 -W 3 192.0.2.2 >/dev/null
 check_err $? "ping before"
 slowwait 10 rc_up 2 >/dev/null
 check_err $? "no RC QP on ib1's port"

@@ -60,7 +60,7 @@ slowwait 20 ipoib_lower_up "$A" ib0 >/dev/null &&
 	slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null &&
 	slowwait 20 ipoib_lower_up "$C" peer2 >/dev/null
 check_err $? "no carrier"
-ip netns exec "$B" ping -c 2 -W 3 192.0.2.1 >/dev/null
+ip netns exec "$B" ping -c 2 -i 0.2 -w 5 -W 3 192.0.2.1 >/dev/null
 check_err $? "ib1 cannot reach ib0"
 slowwait 10 rc_rts 1 >/dev/null
 check_err $? "no passive RC QP on ib0's port"
@@ -92,7 +92,7 @@ else
 fi
 
 RET=0
-ip netns exec "$C" ping -c 2 -W 3 192.0.2.1 >/dev/null
+ip netns exec "$C" ping -c 2 -i 0.2 -w 5 -W 3 192.0.2.1 >/dev/null
 check_err $? "peer2 cannot reach ib0"
 slowwait 10 rc_rts 1 >/dev/null
 check_err $? "peer2 got no connection: max_nonsrq_conn_qp's slot is still taken"
@@ -102,7 +102,7 @@ log_test "the slot is free: a second peer connects"
 # peer2 holds the only slot: ib1's new connection is refused
 if [[ $IPOIB == ours ]]; then
 	RET=0
-	ip netns exec "$B" ping -c 2 -W 3 192.0.2.1 >/dev/null
+	ip netns exec "$B" ping -c 2 -i 0.2 -w 5 -W 3 192.0.2.1 >/dev/null
 	check_err $? "ib1 cannot reach ib0 after its connection failed"
 	log_test "ib1 still reaches ib0 (over UD while refused)"
 else

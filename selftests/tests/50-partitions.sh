@@ -43,9 +43,9 @@ ipoib_child "$A" ib0 8001 198.51.100.1/24 && ipoib_child "$B" ib1 8001 198.51.10
 ktap_result $? "children 0x8001 and 0x8002 on both ports get carrier"
 
 RET=0
-ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null
 check_err $? "0x8001 pair does not ping"
-ip netns exec "$A" ping -c 2 -W 2 203.0.113.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 203.0.113.2 >/dev/null
 check_err $? "0x8002 pair does not ping"
 log_test "each partition's child pair pings"
 
@@ -74,7 +74,7 @@ check_err $? "P_Key 3: port1 $(cat $SYS/ports/1/pkeys/3) port2 $(cat $SYS/ports/
 ipoib_child "$A" ib0 8003 100.64.3.1/24 && ipoib_child "$B" ib1 8003 100.64.3.2/24 &&
 	slowwait 20 ipoib_lower_up "$A" ib0.8003 && slowwait 20 ipoib_lower_up "$B" ib1.8003
 check_err $? "0x8003 children have no carrier"
-ip netns exec "$A" ping -c 2 -W 2 100.64.3.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 100.64.3.2 >/dev/null
 check_err $? "full <-> limited does not ping"
 log_test "full member and limited member talk"
 

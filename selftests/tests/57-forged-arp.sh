@@ -65,7 +65,7 @@ if [[ $IPOIB == ours ]]; then
 	fi
 fi
 
-ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 brd=$(ip -n "$B" -o link show ib1 | sed -n 's|.* brd \([0-9a-f:]*\).*|\1|p')
 paths0=$(path_count)
 slab0=$(sunreclaim)
@@ -179,7 +179,7 @@ max_loss=10
 kasan_kernel && max_loss=30
 [[ -n $lost ]] && (( ${lost%.*} <= max_loss ))
 check_err $? "ping loss ${lost:-?}% during the flood"
-ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 3 -i 0.2 -w 5 -W 2 192.0.2.2 >/dev/null
 check_err $? "ping after the flood"
 log_test "legitimate pings flow during and after the flood"
 rm -f /tmp/57-ping.$$

@@ -13,7 +13,7 @@ require_cmd ping
 ktap_header 5
 ktap_diag "IPOIB=$IPOIB"
 
-ipoib_fabric_up && ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ipoib_fabric_up && ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ib0/ib1 up and pinging" || ktap_finish
 
 # returns when ping works again; prints how long that took

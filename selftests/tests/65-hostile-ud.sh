@@ -45,7 +45,7 @@ unload_ipoib
 sleep 1
 objs_base=$(softib_objs)
 ipoib_fabric_reload || ktap_diag "ib0/ib1 did not get carrier again after the baseline"
-ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 hw=$(ipoib_hwaddr "$B" ib1)
 QPN=0x${hw:3:2}${hw:6:2}${hw:9:2}
 ktap_diag "ib1 hardware address $hw: UD QPN $QPN"
@@ -72,7 +72,7 @@ if [[ $IPOIB == ours ]]; then
 	sleep 1
 	objs_down=$(softib_objs)
 	both_up || ktap_diag "ib0/ib1 did not get carrier again after the baseline"
-	ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 fi
 sunr0=$(meminfo SUnreclaim)
 t0=$SECONDS
@@ -143,17 +143,17 @@ log_test "injector: bad input refused with a precise errno"
 
 sunr1=$(meminfo SUnreclaim)	# up, as sunr0: what the peer left held
 
-ip netns exec "$A" ping -c 3 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 3 -i 0.2 -w 5 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ping A -> B after the hostile traffic"
 
 RET=0
-ip netns exec "$B" ping -c 3 -W 2 192.0.2.1 >/dev/null
+ip netns exec "$B" ping -c 3 -i 0.2 -w 5 -W 2 192.0.2.1 >/dev/null
 check_err $? "B -> A"
 log_test "ping B -> A after the hostile traffic"
 
 # the multicast copy reached ib0 too, which still works
 ip netns exec "$A" ping -c 1 -W 2 -b 192.0.2.255 >/dev/null 2>&1
-ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ib0 still works after the broadcast-group case"
 
 RET=0

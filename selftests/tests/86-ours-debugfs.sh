@@ -63,7 +63,7 @@ log_test "path shows the resolved path to the peer (DLID 2)"
 RET=0
 slowwait 10 sh -c "! grep -q '^fe80::211:bff:0:2 ' $a/path"
 check_err $? "path not collected 10 s after its last use: $(cat "$a/path")"
-ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 check_err $? "ping after the path was collected"
 slowwait 10 resolved_after_ping
 check_err $? "path not resolved again: $(cat "$a/path")"
@@ -74,7 +74,7 @@ RET=0
 echo "$old_gc" >$GC
 b=$(ipoib_dbg_dir ib1)
 ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"
-ip netns exec "$A" ping -c 2 -W 2 -s 9000 192.0.2.2 >/dev/null
+ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 -s 9000 192.0.2.2 >/dev/null
 check_err $? "connected-mode ping"
 grep -q "^out fe80::211:bff:0:2 0x[0-9a-f]* up 65524 0$" "$a/cm"
 check_err $? "ib0 cm: $(cat "$a/cm" | xargs)"

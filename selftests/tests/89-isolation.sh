@@ -238,9 +238,9 @@ fi
 
 # ---- limited members -----------------------------------------------------
 RET=0
-ip netns exec "$B" ping -c 2 -W 2 10.3.0.1 >/dev/null
+ip netns exec "$B" ping -c 2 -i 0.2 -w 4 -W 2 10.3.0.1 >/dev/null
 check_err $? "limited B does not reach the full member"
-ip netns exec "$C" ping -c 2 -W 2 10.3.0.1 >/dev/null
+ip netns exec "$C" ping -c 2 -i 0.2 -w 4 -W 2 10.3.0.1 >/dev/null
 check_err $? "limited C does not reach the full member"
 ip -n "$B" neigh replace 10.3.0.3 lladdr "$(ipoib_hwaddr "$C" ib2.8003)" dev ib1.8003 nud permanent
 sniff "$C" ib2.8003 "$T/l3"

@@ -32,7 +32,7 @@ for i in $(seq 1 8); do
 done
 for i in $(seq 1 8); do
 	slowwait 20 ipoib_lower_up "${pods[i - 1]}" c$i >/dev/null &&
-		ip netns exec "${pods[i - 1]}" ping -c 2 -W 2 10.8.0.254 >/dev/null
+		ip netns exec "${pods[i - 1]}" ping -c 2 -i 0.2 -w 4 -W 2 10.8.0.254 >/dev/null
 	check_err $? "namespace $i cannot reach the peer"
 done
 log_test "children in 8 namespaces all ping the peer"
@@ -62,7 +62,7 @@ if command -v arping >/dev/null; then
 	ip netns exec "$POD" arping -q -U -c 1 -I net1 10.8.0.100
 	check_err $? "gratuitous ARP"
 fi
-ip netns exec "$POD" ping -c 2 -W 2 10.8.0.254 >/dev/null
+ip netns exec "$POD" ping -c 2 -i 0.2 -w 4 -W 2 10.8.0.254 >/dev/null
 check_err $? "the pod cannot reach the peer"
 log_test "ipoib-cni ADD sequence"
 
