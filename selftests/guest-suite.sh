@@ -51,8 +51,14 @@ done
 default_timeout=$(sed -n 's/^timeout=\([0-9]\+\)$/\1/p' "$DIR/settings" 2>/dev/null)
 default_timeout=${default_timeout:-120}
 
-header() {	# header FILE KEY
-	sed -n "s/^# $2: *\([a-z0-9]*\).*/\1/p" "$1" | head -n1
+# header FILE KEY: the value of the "# KEY: value" line in FILE's header
+# (its first comment block), read in bash: a test run costs no process
+header() {
+	local line re="^# $2: *([a-z0-9]*)"
+
+	while IFS= read -r line && [[ -z $line || $line == \#* ]]; do
+		[[ $line =~ $re ]] && { echo "${BASH_REMATCH[1]}"; return; }
+	done <"$1"
 }
 
 # run_timeout FILE: its timeout in seconds, scaled
@@ -71,7 +77,8 @@ if [[ -n $TESTS ]]; then
 else
 	names=()
 	for f in "$DIR"/tests/*.sh; do
-		[[ -x $f ]] && names+=("$(basename "$f" .sh)")
+		f=${f##*/}
+		[[ -x $DIR/tests/$f ]] && names+=("${f%.sh}")
 	done
 fi
 for name in "${names[@]}"; do

@@ -679,9 +679,9 @@ ipoib_reached_from() {
 
 # ipoib_child NS PARENT PKEY ADDR: netlink child PARENT.PKEY, addressed, up
 ipoib_child() {
-	ip -n "$1" link add link "$2" name "$2.$3" type ipoib pkey "0x$3" &&
-		ip -n "$1" addr add "$4" dev "$2.$3" &&
-		ip -n "$1" link set "$2.$3" up
+	# one ip process: a batch stops at its first failing command
+	printf 'link add link %s name %s type ipoib pkey 0x%s\naddr add %s dev %s\nlink set %s up\n' \
+		"$2" "$2.$3" "$3" "$4" "$2.$3" "$2.$3" | ip -n "$1" -batch -
 }
 
 # ipoib_mode_child NS PARENT PKEY ADDR: ipoib_child for a child whose mode

@@ -64,22 +64,27 @@ resolve_abi() {
 	"$VM/kernels.sh" abi "$1"
 }
 
-# shadow_build KDIR DIR [MAKE ARGS]: build the modules against the kernel
-# build tree KDIR in a tree of symlinks to the sources at DIR; the log is
-# DIR/build.log.
+# shadow_build KDIR DIR "DRIVER..." [MAKE ARGS]: build the modules of
+# drivers/DRIVER... against the kernel build tree KDIR in a tree of
+# symlinks to the sources at DIR; the log is DIR/build.log.
 shadow_build() {
-	local kdir=$1 b=$2 f
+	local kdir=$1 b=$2 drivers=$3 d f srcs=()
 
-	shift 2
+	shift 3
+	for d in $drivers; do srcs+=("drivers/$d"); done
 	mkdir -p "$b"
 	# Refresh the shadow tree: sources only (the work tree may hold
-	# objects of an in-tree build), stale links dropped.
+	# objects of an in-tree build), stale links and other drivers dropped
+	# (the top-level Kbuild builds each drivers/ directory it finds).
 	find "$b" -xtype l -delete
 	find "$b" -type l -name '*.mod.c' -delete
+	for d in "$b"/drivers/*; do
+		[[ -d $d && " $drivers " != *" ${d##*/} "* ]] && rm -rf "$d"
+	done
 	{
 		echo Kbuild
 		echo dkms.conf
-		find drivers include -type f ! -name '*.mod.c' \
+		find include "${srcs[@]}" -type f ! -name '*.mod.c' \
 			\( -name '*.[chS]' -o -name Kbuild -o -name Makefile \)
 	} | while read -r f; do
 		mkdir -p "$b/$(dirname "$f")"
@@ -94,15 +99,15 @@ shadow_build() {
 build() {
 	local abi=$1 kdir=$2 b=.build/$1
 
-	shadow_build "$kdir" "$b" || return 1
-	if ! shadow_build "$kdir" "$b-interop" IPOIB_NG_INTEROP=1; then
+	shadow_build "$kdir" "$b" "ipoib softib" || return 1
+	if ! shadow_build "$kdir" "$b-interop" ipoib IPOIB_NG_INTEROP=1; then
 		cat "$b-interop/build.log" >>"$b/build.log"
 		return 1
 	fi
 	rm -rf "$b/ko"
 	mkdir -p "$b/ko"
-	# the interop tree builds softib.ko too: take only its ib_ipoib variant
-	# (and not the DKMS build of 15-install under $b/dkms)
+	# the interop tree's ib_ipoib variant, and not the DKMS build of
+	# 15-install under $b/dkms
 	find "$b" \( -path "$b/ko" -o -path "$b/dkms" \) -prune -o -name '*.ko' -exec cp -t "$b/ko" {} + &&
 		cp -t "$b/ko" "$b-interop/drivers/ipoib/ib_ipoib_interop.ko"
 }
