@@ -25,8 +25,8 @@ ipoib_fabric_up && softib_policy "$BOTH" "$P1" "$P2" &&
 	ipoib_child "$B" ib1 8002 203.0.113.2/24 &&
 	slowwait 20 ipoib_lower_up "$A" ib0.8001 && slowwait 20 ipoib_lower_up "$B" ib1.8001 &&
 	slowwait 20 ipoib_lower_up "$A" ib0.8002 && slowwait 20 ipoib_lower_up "$B" ib1.8002 &&
-	ip netns exec "$A" ping -c 2 -W 2 198.51.100.2 >/dev/null &&
-	ip netns exec "$A" ping -c 2 -W 2 203.0.113.2 >/dev/null
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null &&
+	ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 203.0.113.2 >/dev/null
 ktap_result $? "children 0x8001 and 0x8002 up and pinging" || ktap_finish
 
 # traffic on 0x8002 for the whole change
@@ -43,9 +43,9 @@ check_err $? "ib0.8001 kept carrier without its P_Key"
 log_test "P_Key removed: the 0x8001 child loses carrier"
 
 RET=0
-ip netns exec "$A" ping -c 3 -W 2 203.0.113.2 >/dev/null
+ip netns exec "$A" ping -c 3 -i 0.2 -w 5 -W 2 203.0.113.2 >/dev/null
 check_err $? "0x8002 stopped working"
-ipoib_lower_up "$A" ib0 && ip netns exec "$A" ping -c 2 -W 2 192.0.2.2 >/dev/null
+ipoib_lower_up "$A" ib0 && ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 check_err $? "the parent stopped working"
 log_test "0x8002 child and the parent keep working"
 
@@ -57,6 +57,8 @@ slowwait 20 ip netns exec "$A" ping -c 1 -W 1 198.51.100.2 >/dev/null
 check_err $? "0x8001 does not ping again"
 log_test "P_Key back: the 0x8001 child recovers"
 
+# the changes are over: the pinger's statistics now, not at its -w 15
+kill -INT $pinger 2>/dev/null
 wait $pinger
 stats=$(grep -E 'packets transmitted' "/tmp/ping8002.$$")
 rm -f "/tmp/ping8002.$$"
