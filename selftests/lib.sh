@@ -899,7 +899,15 @@ peers_sweep() {
 
 # peers_field NAME LINE: one field of a round's JSON line
 peers_field() {
-	python3 -c 'import json, sys; print(json.loads(sys.argv[2])[sys.argv[1]])' "$1" "$2"
+	local re="\"$1\": (-?[0-9][0-9.eE+-]*)[,}]"
+
+	# a number as python would print it, without starting one (a round
+	# is read a dozen times); the lists through python
+	if [[ $2 =~ $re ]]; then
+		echo "${BASH_REMATCH[1]}"
+	else
+		python3 -c 'import json, sys; print(json.loads(sys.argv[2])[sys.argv[1]])' "$1" "$2"
+	fi
 }
 
 peers_slab() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
