@@ -259,7 +259,7 @@ static void ipoib_get_strings(struct net_device *dev, u32 sset, u8 *data)
 	if (sset != ETH_SS_STATS)
 		return;
 	if (rn > 0) {
-		priv->rn_ethtool_ops->get_strings(dev, sset, data);
+		ipoib_rn_eops(priv)->get_strings(dev, sset, data);
 		data += rn * ETH_GSTRING_LEN;
 	}
 	for (i = 0; rn < 0 && i < ARRAY_SIZE(ipoib_netdev_stats); i++) {
@@ -282,7 +282,7 @@ static void ipoib_get_ethtool_stats(struct net_device *dev,
 	unsigned int i;
 
 	if (rn > 0) {
-		priv->rn_ethtool_ops->get_ethtool_stats(dev, stats, data);
+		ipoib_rn_eops(priv)->get_ethtool_stats(dev, stats, data);
 		data += rn;
 	}
 	for (i = 0; rn < 0 && i < ARRAY_SIZE(ipoib_netdev_stats); i++)
@@ -310,8 +310,7 @@ static int ipoib_get_coalesce(struct net_device *dev,
 
 	/* the provider's moderation as a pair, else our CQs' */
 	if (rn->get_coalesce && rn->set_coalesce)
-		return rn->get_coalesce(dev, coal, kernel_coal,
-							  extack);
+		return rn->get_coalesce(dev, coal, kernel_coal, extack);
 	coal->rx_coalesce_usecs = priv->rx_coal_usecs;
 	coal->rx_max_coalesced_frames = priv->rx_coal_frames;
 	coal->tx_coalesce_usecs = priv->tx_coal_usecs;
@@ -342,12 +341,13 @@ static int ipoib_set_coalesce(struct net_device *dev,
 			      struct netlink_ext_ack *extack)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
 	int ret;
 
 	ASSERT_RTNL();
-	if (ipoib_rn_eops(priv)->get_coalesce && priv->rn_ethtool_ops->set_coalesce)
-		return priv->rn_ethtool_ops->set_coalesce(dev, coal, kernel_coal,
-							  extack);
+	/* the pair ipoib_get_coalesce() shows */
+	if (rn->get_coalesce && rn->set_coalesce)
+		return rn->set_coalesce(dev, coal, kernel_coal, extack);
 	/* the CQ moderation fields are 16 bits wide, as in-tree checks */
 	if (coal->rx_coalesce_usecs > U16_MAX ||
 	    coal->rx_max_coalesced_frames > U16_MAX ||
@@ -379,11 +379,11 @@ static void ipoib_get_ringparam(struct net_device *dev,
 				struct netlink_ext_ack *extack)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
 
 	if (priv->enhanced) {
-		if (priv->rn_ethtool_ops->get_ringparam)
-			priv->rn_ethtool_ops->get_ringparam(dev, ring,
-							    kernel_ring, extack);
+		if (rn->get_ringparam)
+			rn->get_ringparam(dev, ring, kernel_ring, extack);
 		return;
 	}
 	ring->rx_max_pending = IPOIB_MAX_QUEUE_SIZE;
@@ -404,15 +404,14 @@ static int ipoib_set_ringparam(struct net_device *dev,
 			       struct netlink_ext_ack *extack)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
 	unsigned int tx = ring->tx_pending, rx = ring->rx_pending;
 	int ret;
 
 	ASSERT_RTNL();
 	if (priv->enhanced) {
-		if (priv->rn_ethtool_ops->set_ringparam)
-			return priv->rn_ethtool_ops->set_ringparam(dev, ring,
-								   kernel_ring,
-								   extack);
+		if (rn->set_ringparam)
+			return rn->set_ringparam(dev, ring, kernel_ring, extack);
 		return -EOPNOTSUPP;
 	}
 	if (tx < IPOIB_MIN_SEND_QUEUE || rx < IPOIB_MIN_RECV_QUEUE) {
@@ -451,10 +450,11 @@ static void ipoib_get_channels(struct net_device *dev,
 			       struct ethtool_channels *ch)
 {
 	struct ipoib_dev_priv *priv = ipoib_priv(dev);
+	const struct ethtool_ops *rn = ipoib_rn_eops(priv);
 
 	if (priv->enhanced) {
-		if (priv->rn_ethtool_ops->get_channels)
-			priv->rn_ethtool_ops->get_channels(dev, ch);
+		if (rn->get_channels)
+			rn->get_channels(dev, ch);
 		return;
 	}
 	ch->max_rx = 1;

@@ -608,9 +608,11 @@ int ipoib_rn_up(struct ipoib_dev_priv *priv);
 void ipoib_rn_down(struct ipoib_dev_priv *priv);
 int ipoib_rn_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 		  struct ipoib_ah *ah, u32 qpn);
-int ipoib_rn_attach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
-			  u16 mlid, bool set_qkey);
-void ipoib_rn_detach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
+int ipoib_ud_set_broadcast(struct ipoib_dev_priv *priv, u32 qkey,
+			   unsigned int mtu);
+int ipoib_ud_attach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
+			  u16 mlid, bool broadcast);
+void ipoib_ud_detach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
 			   u16 mlid);
 
 /* netlink.c */

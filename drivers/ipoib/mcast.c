@@ -110,19 +110,10 @@ static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
 	int ret;
 
 	if (m == priv->broadcast) {
-		struct ib_qp_attr qp_attr = { .qkey = be32_to_cpu(rec->qkey) };
-
-		priv->qkey = qp_attr.qkey;
-		/* an enhanced interface's QP gets it with the attach below */
-		if (!priv->enhanced) {
-			ret = ib_modify_qp(priv->qp, &qp_attr, IB_QP_QKEY);
-			if (ret)
-				return ret;
-		}
-		priv->mcast_mtu = IPOIB_UD_MTU(ib_mtu_enum_to_int(rec->mtu));
-		if (priv->enhanced)
-			((struct rdma_netdev *)netdev_priv(priv->dev))->mtu =
-				priv->mcast_mtu;
+		ret = ipoib_ud_set_broadcast(priv, be32_to_cpu(rec->qkey),
+					     IPOIB_UD_MTU(ib_mtu_enum_to_int(rec->mtu)));
+		if (ret)
+			return ret;
 	}
 	ret = ib_init_ah_from_mcmember(priv->ca, priv->port, rec, priv->dev,
 				       IB_GID_TYPE_IB, &attr);
@@ -134,13 +125,9 @@ static int ipoib_mcast_use(struct ipoib_dev_priv *priv, struct ipoib_mcast *m,
 		return -ENOMEM;
 	/* what this join asked for; m->sendonly may have changed since */
 	if (!m->join_sendonly) {
-		if (priv->enhanced)
-			ret = ipoib_rn_attach_mcast(priv, &m->mgid,
-						    be16_to_cpu(rec->mlid),
-						    m == priv->broadcast);
-		else
-			ret = ib_attach_mcast(priv->qp, &m->mgid,
-					      be16_to_cpu(rec->mlid));
+		ret = ipoib_ud_attach_mcast(priv, &m->mgid,
+					    be16_to_cpu(rec->mlid),
+					    m == priv->broadcast);
 		if (ret) {
 			ipoib_ah_put(ah);
 			return ret;
@@ -286,10 +273,8 @@ static void ipoib_mcast_leave(struct ipoib_dev_priv *priv, struct ipoib_mcast *m
 	if (m->mc)
 		ib_sa_free_multicast(m->mc);	/* waits for the callback */
 	m->mc = NULL;
-	if (m->attached && priv->enhanced)
-		ipoib_rn_detach_mcast(priv, &m->mgid, be16_to_cpu(m->rec.mlid));
-	else if (m->attached)
-		ib_detach_mcast(priv->qp, &m->mgid, be16_to_cpu(m->rec.mlid));
+	if (m->attached)
+		ipoib_ud_detach_mcast(priv, &m->mgid, be16_to_cpu(m->rec.mlid));
 	m->attached = false;
 	ipoib_ah_put(m->ah);
 	m->ah = NULL;

@@ -225,20 +225,48 @@ int ipoib_rn_send(struct ipoib_dev_priv *priv, struct sk_buff *skb,
 	return rn->send(priv->dev, skb, ah->ah, qpn);
 }
 
-/* The broadcast group's attach gives the provider's QP its Q_Key. */
-int ipoib_rn_attach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
-			  u16 mlid, bool set_qkey)
+/*
+ * The broadcast group's Q_Key and datagram MTU for the datagram QP. Ours
+ * takes the Q_Key now; the provider's with the group's attach
+ * (ipoib_ud_attach_mcast()), and it sizes its receive buffers by the MTU.
+ */
+int ipoib_ud_set_broadcast(struct ipoib_dev_priv *priv, u32 qkey,
+			   unsigned int mtu)
+{
+	struct ib_qp_attr attr = { .qkey = qkey };
+	int ret;
+
+	if (priv->enhanced) {
+		((struct rdma_netdev *)netdev_priv(priv->dev))->mtu = mtu;
+	} else {
+		ret = ib_modify_qp(priv->qp, &attr, IB_QP_QKEY);
+		if (ret)
+			return ret;
+	}
+	priv->qkey = qkey;
+	priv->mcast_mtu = mtu;
+	return 0;
+}
+
+/* A group's datagrams to the datagram QP: the provider's, or ours. */
+int ipoib_ud_attach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
+			  u16 mlid, bool broadcast)
 {
 	struct rdma_netdev *rn = netdev_priv(priv->dev);
 
-	return rn->attach_mcast(priv->dev, priv->ca, mgid, mlid, set_qkey,
+	if (!priv->enhanced)
+		return ib_attach_mcast(priv->qp, mgid, mlid);
+	return rn->attach_mcast(priv->dev, priv->ca, mgid, mlid, broadcast,
 				priv->qkey);
 }
 
-void ipoib_rn_detach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
+void ipoib_ud_detach_mcast(struct ipoib_dev_priv *priv, union ib_gid *mgid,
 			   u16 mlid)
 {
 	struct rdma_netdev *rn = netdev_priv(priv->dev);
 
-	rn->detach_mcast(priv->dev, priv->ca, mgid, mlid);
+	if (!priv->enhanced)
+		ib_detach_mcast(priv->qp, mgid, mlid);
+	else
+		rn->detach_mcast(priv->dev, priv->ca, mgid, mlid);
 }
