@@ -74,7 +74,8 @@
 # ours/veth; the JSON (BENCH_JSON, default /results/bench.json: the
 # host's .build/<abi>/results/) has every sample. BENCH_PROFILE=1 (the
 # default) adds a perf profile (software cpu-clock) of both drivers in
-# datagram mode for TCP, UDP and ping-pong. Env BENCH_SECS (4) per measurement.
+# datagram mode, on their own datapath and on the rdma_netdev, for TCP,
+# UDP and ping-pong. Env BENCH_SECS (4) per measurement.
 # BENCH_PARTS ("veth softib drivers enhanced peers latency") runs only
 # the sections named; "profile" alone runs the profile without the rounds.
 
@@ -480,13 +481,14 @@ module_shares() {
 
 # profile DRV: perf (cpu-clock, all CPUs) over one TCP, one UDP and one
 # ping-pong run in datagram mode with offloads; the top symbols of each
-profile() {
-	local perf row report
+profile() { # DRV dg|en
+	local perf row report softib=(offloads=1 debug_wrid=0)
 
 	perf=$(command -v perf)
 	[[ -x $perf ]] || { ktap_diag "profile: no perf (Debian linux-perf)"; return 0; }
 	IPOIB=$1
-	ipoib_fabric_up offloads=1 debug_wrid=0 || return 1
+	[[ $2 == en ]] && softib+=(enhanced=1)
+	ipoib_fabric_up "${softib[@]}" || return 1
 	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 $SRV >/dev/null || return 1
 	for row in tcp udp rr; do
 		local cmd=(iperf3 -c $SRV -t "$SECS")
@@ -502,11 +504,11 @@ profile() {
 		[[ $row == rr ]] && pkill -f "sockperf sr -i $SRV"
 		report=$("$perf" report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio \
 			--no-children --sort sym 2>/dev/null)
-		ktap_diag "profile $1-dg $row (cpu-clock, all CPUs, top 15 but idle):"
+		ktap_diag "profile $1-$2 $row (cpu-clock, all CPUs, top 15 but idle):"
 		ktap_diag "$(grep -Ev "^$|$IDLE_SYMS" <<<"$report" | head -n 15)"
 		# the driver's and softib's shares of the busy time: what a
 		# driver change can gain at most
-		ktap_diag "profile $1-dg $row, shares of the busy time by module:"
+		ktap_diag "profile $1-$2 $row, shares of the busy time by module:"
 		ktap_diag "$(module_shares <<<"$report")"
 	done
 	rm -f /tmp/perf.data
@@ -582,8 +584,10 @@ for ((lat = 1; lat <= LAT_ROUNDS; lat++)); do
 done
 
 if ((PROFILE)) && { part drivers || part profile; }; then
-	for drv in intree ours; do
-		profile "$drv" || ktap_diag "profile of $drv failed"
+	for mode in dg en; do
+		for drv in intree ours; do
+			profile "$drv" $mode || ktap_diag "profile of $drv-$mode failed"
+		done
 	done
 fi
 
