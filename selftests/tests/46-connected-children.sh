@@ -26,6 +26,7 @@ load_softib && slowwait 10 softib_ports_active >/dev/null &&
 ktap_result $? "softib and ib_ipoib (recv_queue_size=64)" || ktap_finish
 defer unload_softib
 defer unload_ipoib
+intree_on_provider && intree_no_cm_finish "" ib0
 
 policy=("Default=0x7fff, ipoib : ALL=full;")
 for i in $(seq 1 $N); do

@@ -27,6 +27,7 @@ load_softib srq=0 && slowwait 10 softib_ports_active >/dev/null &&
 ktap_result $? "softib srq=0, ib_ipoib max_nonsrq_conn_qp=$MAX" || ktap_finish
 defer unload_softib
 defer unload_ipoib
+intree_on_provider && intree_no_cm_finish "" ib0
 
 RET=0
 setup_ns A

@@ -51,6 +51,7 @@ ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
 ktap_result $? "ib0/ib1 up in datagram mode" || ktap_finish
+intree_on_provider && intree_no_cm_finish "$A" ib0
 
 RET=0
 ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode"

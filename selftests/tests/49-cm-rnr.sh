@@ -50,6 +50,7 @@ ktap_diag "IPOIB=$IPOIB"
 
 ipoib_fabric_up
 ktap_result $? "ib0/ib1 up in datagram mode" || ktap_finish
+intree_on_provider && intree_no_cm_finish "$A" ib0
 
 RET=0
 setup_ns C

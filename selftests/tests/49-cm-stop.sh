@@ -68,6 +68,7 @@ objs_base=$(softib_objs)
 load_ipoib recv_queue_size=32 && slowwait 10 test -d /sys/class/net/ib1 >/dev/null
 ktap_result $? "ib_ipoib recv_queue_size=32" || ktap_finish
 defer unload_ipoib
+intree_on_provider && intree_no_cm_finish "" ib0
 
 RET=0
 setup_ns A B
