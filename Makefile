@@ -6,6 +6,9 @@
 #   make KVER=<abi>           build against /usr/src/linux-headers-<abi>
 #   make check                full suite on Debian's 6.1 and 6.12 kernels in QEMU
 #   make check KSER=6.12      one kernel series only; TESTS="a b" runs a subset
+#   make check-enhanced       datagram, partition, multicast, netns, churn,
+#                             hostile and connected-mode tests on softib's
+#                             rdma_netdev (enhanced=1), both drivers
 #   make check-debug          the suite on a KASAN/kmemleak/lockdep kernel built
 #                             from Debian's linux-source-6.1 (cached; not in check);
 #                             GUESTS=2 shares it between two guests
@@ -45,7 +48,7 @@ VM := selftests/vm
 SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
-	deb deps kernels check check-debug shell demo bench fresh
+	deb deps kernels check check-enhanced check-debug shell demo bench fresh
 
 all: module
 
@@ -137,6 +140,17 @@ kernels: deps
 
 check: kernels
 	@selftests/run.sh $(KSER)
+
+# Enhanced IPoIB, as on ConnectX-4 and later: every IPoIB netdev on the
+# provider's datapath. Ours keeps connected mode there; in-tree's
+# connected-mode tests check its EINVAL and skip the rest.
+ENHANCED_TESTS ?= 40-datagram 43-enhanced 45-connected 46-connected-children \
+	47-mode-flip 48-connected-nonsrq 49-cm-faults 49-cm-qp-error \
+	49-cm-qp-events 49-cm-rnr 49-cm-stop 50-partitions 52-mcast-groups \
+	54-umcast 55-pkey-change 57-forged-arp 65-hostile-ud 68-mcast-scale \
+	89-isolation 90-netns-children 96-churn-traffic
+check-enhanced: kernels
+	@SOFTIB_PARAMS=enhanced=1 TESTS="$(ENHANCED_TESTS)" selftests/run.sh $(KSER)
 
 # The debug kernel (selftests/vm/debug-kernel.sh) is built once per config
 # fragment and linux-source version. It is several times slower under TCG:
