@@ -369,10 +369,6 @@ peers_rows() {
 	done
 }
 
-# driver_rows DRV OFFLOADS: one driver on one softib offload setting:
-# datagram rows; with offloads also the connected rows and the control
-# plane (children in datagram mode: the parent's mode is not theirs).
-# Fails (with a diagnostic) if any of them did.
 # rps_on NS DEV MASK: RPS of DEV's receive queue
 rps_on() {
 	ip netns exec "$1" sh -c "echo $3 > /sys/class/net/$2/queues/rx-0/rps_cpus"
@@ -384,13 +380,18 @@ rps_rows() {
 	local all ret
 
 	all=$(printf '%x' $(((1 << $(nproc)) - 1)))
-	rps_on "$A" ib0 "$all" && rps_on "$B" ib1 "$all" || return 1
-	tcp_rows "$1" && udp_rows "$1"
+	rps_on "$A" ib0 "$all" && rps_on "$B" ib1 "$all" &&
+		tcp_rows "$1" && udp_rows "$1"
 	ret=$?
-	rps_on "$A" ib0 0 && rps_on "$B" ib1 0 || return 1
-	return $ret
+	# off at both ends whatever failed: the connected rows come next
+	rps_on "$A" ib0 0
+	rps_on "$B" ib1 0 && return $ret
 }
 
+# driver_rows DRV OFFLOADS: one driver on one softib offload setting:
+# datagram rows; with offloads also the connected rows and the control
+# plane (children in datagram mode: the parent's mode is not theirs).
+# Fails (with a diagnostic) if any of them did.
 driver_rows() {
 	local failed=""
 
@@ -479,9 +480,11 @@ module_shares() {
 		/proc/kallsyms - | sort -rn
 }
 
-# profile DRV: perf (cpu-clock, all CPUs) over one TCP, one UDP and one
-# ping-pong run in datagram mode with offloads; the top symbols of each
-profile() { # DRV dg|en
+# profile_runs DRV dg|en: perf (cpu-clock, all CPUs) over one TCP, one
+# UDP and one ping-pong run in datagram mode with offloads, on the
+# driver's own datapath (dg) or on softib's rdma_netdev (en); the top
+# symbols of each
+profile_runs() {
 	local perf row report softib=(offloads=1 debug_wrid=0)
 
 	perf=$(command -v perf)
@@ -512,8 +515,18 @@ profile() { # DRV dg|en
 		ktap_diag "$(module_shares <<<"$report")"
 	done
 	rm -f /tmp/perf.data
+}
+
+# profile DRV dg|en: profile_runs, then the fabric down whatever failed,
+# so that the next profile loads softib afresh
+profile() {
+	local rc
+
+	profile_runs "$@"
+	rc=$?
 	__defer_run
 	cleanup_ns
+	return $rc
 }
 
 ktap_header $((ROUNDS * 10 + LAT_ROUNDS * 2 + 1))

@@ -760,7 +760,8 @@ intree_no_cm_finish() {
 
 	[[ -n $1 ]] && run=(ip netns exec "$1")
 	RET=0
-	out=$("${run[@]}" sh -c "echo connected > /sys/class/net/$2/mode" 2>&1)
+	# bash: dash reports any failed write as "I/O error"
+	out=$("${run[@]}" bash -c "echo connected > /sys/class/net/$2/mode" 2>&1)
 	check_fail $? "in-tree took connected mode on the rdma_netdev"
 	[[ $out == *"Invalid argument"* ]]
 	check_err $? "in-tree refused connected mode, but not with EINVAL: $out"
