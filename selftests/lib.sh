@@ -752,19 +752,29 @@ intree_on_provider() {
 	[[ $IPOIB == intree && $(cat /sys/module/softib/parameters/enhanced 2>/dev/null) == Y ]]
 }
 
-# intree_no_cm_finish NS DEV: for a test of connected mode where
-# intree_on_provider: in-tree's EINVAL for "connected" on DEV (in NS, ""
-# for this one) is checked and named, the test's other cases skipped
-intree_no_cm_finish() {
+# intree_cm_refused NS DEV: check_* that "connected" written to DEV's mode
+# (in NS, "" for this one) fails with EINVAL and DEV stays in datagram
+# mode, as in-tree on an rdma_netdev does
+intree_cm_refused() {
 	local run=() out
 
 	[[ -n $1 ]] && run=(ip netns exec "$1")
-	RET=0
 	# bash: dash reports any failed write as "I/O error"
 	out=$("${run[@]}" bash -c "echo connected > /sys/class/net/$2/mode" 2>&1)
 	check_fail $? "in-tree took connected mode on the rdma_netdev"
 	[[ $out == *"Invalid argument"* ]]
 	check_err $? "in-tree refused connected mode, but not with EINVAL: $out"
+	out=$("${run[@]}" cat "/sys/class/net/$2/mode")
+	[[ $out == datagram ]]
+	check_err $? "$2 mode $out after the refusal"
+}
+
+# intree_no_cm_finish NS DEV: for a test of connected mode where
+# intree_on_provider: intree_cm_refused named as in-tree's known failure,
+# the test's other cases skipped
+intree_no_cm_finish() {
+	RET=0
+	intree_cm_refused "$1" "$2"
 	log_test "in-tree, known failure: no connected mode on an rdma_netdev (EINVAL), as on mlx5"
 	ktap_skip_rest "in-tree has no connected mode on an rdma_netdev"
 	ktap_finish
