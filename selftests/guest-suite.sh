@@ -18,6 +18,15 @@
 # Exit status of a test: 0 pass, 4 skip, anything else fail.
 # Env TIMEOUT_SCALE=N multiplies every test's timeout (make check-debug).
 #
+# Env SUITE=pair runs selftests/pair/*.sh instead, in a guest of a pair
+# (run.sh --pair, whose guest command pair-suite.sh starts this): before
+# each run both nodes meet at a barrier (lib.sh's pair_barrier; it waits
+# for the other node's previous run, up to that run's timeout and a
+# minute, and for the first run up to 10 minutes, for the other guest's
+# boot), the run gets PAIR_SCOPE=runN for its own barriers and values and
+# leaves that scope when it ends. A run whose barrier fails (the other
+# node is gone or late) fails without running.
+#
 # On a kernel with kmemleak (the debug kernel of make check-debug) the
 # suite ends with one more result, "kmemleak": a scan after the last test
 # whose report must not name ib_*, rdma_*, ipoib, softib or an address in
@@ -40,6 +49,16 @@ DRIVERS=${DRIVERS:-ours intree}
 REPEAT=${REPEAT:-1}
 TIMEOUT_SCALE=${TIMEOUT_SCALE:-1}
 export KO_DIR=${KO_DIR:-} LONG=${LONG:-0}
+SUITE=${SUITE:-tests}
+[[ $SUITE == tests || $SUITE == pair ]] ||
+	{ echo "guest-suite.sh: SUITE='$SUITE': want tests or pair" >&2; exit 1; }
+# the barriers of a pair: the first (the other guest's boot) and, after
+# each run's timeout, the other node's cleanup
+PAIR_FIRST_WAIT=600 PAIR_NEXT_WAIT=60
+if ((!list_only)) && [[ $SUITE == pair ]]; then
+	# shellcheck source=/dev/null
+	source "$DIR/lib.sh"
+fi
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "guest-suite.sh: REPEAT='$REPEAT' is not a count" >&2; exit 1; }
 [[ $TIMEOUT_SCALE =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "guest-suite.sh: TIMEOUT_SCALE='$TIMEOUT_SCALE' is not a whole factor" >&2; exit 1; }
@@ -76,13 +95,13 @@ if [[ -n $TESTS ]]; then
 	read -ra names <<<"$TESTS"
 else
 	names=()
-	for f in "$DIR"/tests/*.sh; do
+	for f in "$DIR/$SUITE"/*.sh; do
 		f=${f##*/}
-		[[ -x $DIR/tests/$f ]] && names+=("${f%.sh}")
+		[[ -x $DIR/$SUITE/$f ]] && names+=("${f%.sh}")
 	done
 fi
 for name in "${names[@]}"; do
-	f=$DIR/tests/$name.sh
+	f=$DIR/$SUITE/$name.sh
 	if [[ ! -x $f ]]; then
 		runs+=("$name missing $f")
 		continue
@@ -124,7 +143,9 @@ if ((list_only)); then
 		read -r name ipoib f <<<"$run"
 		[[ $ipoib == missing ]] && continue
 		total=$((total + $(run_timeout "$f")))
+		[[ $SUITE == pair ]] && total=$((total + PAIR_NEXT_WAIT * TIMEOUT_SCALE))
 	done
+	[[ $SUITE == pair ]] && total=$((total + PAIR_FIRST_WAIT * TIMEOUT_SCALE))
 	# the final kmemleak scan (two scans of a KASAN kernel under TCG)
 	echo $((total + 300 * TIMEOUT_SCALE))
 	exit 0
@@ -195,6 +216,7 @@ echo "TAP version 13"
 echo "1..$((${#runs[@]} + kmemleak))"
 n=0 pass=0 fail=0 skip=0
 out=$(mktemp)
+scope="" pwait=$PAIR_FIRST_WAIT
 for run in "${runs[@]}"; do
 	read -r name ipoib f <<<"$run"
 	n=$((n + 1))
@@ -205,13 +227,25 @@ for run in "${runs[@]}"; do
 		continue
 	fi
 	t=$(run_timeout "$f")
+	if [[ $SUITE == pair ]]; then
+		scope=run$n
+		# both nodes start the run together
+		if ! PAIR_SCOPE=suite pair_barrier "$scope" "$pwait" 2>"$out"; then
+			echo "not ok $n $desc # $(<"$out")"
+			fail=$((fail + 1))
+			PAIR_SCOPE=$scope pair_leave
+			continue
+		fi
+		pwait=$((t / TIMEOUT_SCALE + PAIR_NEXT_WAIT))
+	fi
 
 	echo "# selftests: ipoib-ng: $desc"
 	kmsg "start $desc"
 	start=$SECONDS
-	IPOIB=$ipoib timeout -k 5 "$t" "$f" </dev/null 2>&1 | tee "$out" |
-		sed -u 's/^/# /'
+	IPOIB=$ipoib PAIR_SCOPE=$scope timeout -k 5 "$t" "$f" </dev/null 2>&1 |
+		tee "$out" | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
+	[[ $SUITE == pair ]] && PAIR_SCOPE=$scope pair_leave
 	kmsg "end $desc rc=$rc"
 	echo "# $desc: exit $rc after $((SECONDS - start))s"
 

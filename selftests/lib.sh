@@ -989,3 +989,121 @@ peers_event() {
 		return 1 ;;
 	esac
 }
+
+# ---- two guests on one fabric (run.sh --pair, selftests/pair/) ----------
+#
+# In a guest of run.sh --pair (run-guest.sh --fabric), IPOIB_NG_NODE is
+# this node (1 or 2), IPOIB_NG_FABDEV its fabric NIC (a virtio-net on a
+# QEMU datagram link to the other guest, addressed 10.99.0.K/24 by
+# pair-suite.sh) and IPOIB_NG_FABSYNC a directory both guests share (9p,
+# no cache). The helpers meet and exchange values there, through files:
+#   b.SCOPE.NAME.N.K   node K reached the Nth barrier NAME of the scope
+#   kv.SCOPE.KEY.K     node K's value of KEY
+#   left.SCOPE.K       node K left the scope (its test ended)
+#   dead.K             guest K is gone (written by run.sh when its QEMU
+#                      has exited)
+# SCOPE is PAIR_SCOPE, set by guest-suite.sh for each test run, so names
+# and keys are a test's own. A wait fails at once when the other node is
+# dead or has left the scope. Both nodes run the same test, so they call
+# the same barriers in the same order; a test ends with a barrier after
+# its last exchange with the other node (which may power off as soon as
+# its own suite ends).
+
+declare -gA __pair_seen=()
+
+# pair_require: skip the test (exit 4) outside a guest of a pair
+pair_require() {
+	if [[ ! ${IPOIB_NG_NODE:-} =~ ^[12]$ || ! -d ${IPOIB_NG_FABSYNC:-} ]]; then
+		echo "# SKIP: not a guest of a pair (run.sh --pair)"
+		exit $ksft_skip
+	fi
+}
+
+# pair_node / pair_peer: this node's number (1 or 2), the other's
+pair_node() { echo "${IPOIB_NG_NODE:?not a guest of a pair}"; }
+pair_peer() { echo $((3 - ${IPOIB_NG_NODE:?not a guest of a pair})); }
+
+# pair_addr K: node K's address on the fabric NIC
+pair_addr() { echo "10.99.0.$1"; }
+
+# pair_dev: this node's fabric NIC
+pair_dev() { echo "${IPOIB_NG_FABDEV:-fab0}"; }
+
+# __pair_check NAME: in a guest of a pair, and NAME is a barrier's or
+# key's name
+__pair_check() {
+	if [[ ! ${IPOIB_NG_NODE:-} =~ ^[12]$ || ! -d ${IPOIB_NG_FABSYNC:-} ]]; then
+		echo "lib.sh: $1: not a guest of a pair (run.sh --pair)" >&2
+		return 1
+	fi
+	[[ $1 =~ ^[A-Za-z0-9_-]+$ ]] && return 0
+	echo "lib.sh: pair name '$1': want letters, digits, _ and -" >&2
+	return 1
+}
+
+# __pair_wait FILE SEC WHAT: wait until the other node wrote FILE (in the
+# sync directory), for SEC seconds times TIMEOUT_SCALE
+__pair_wait() {
+	local f=$IPOIB_NG_FABSYNC/$1 peer=$((3 - IPOIB_NG_NODE)) why=""
+	local deadline=$((${EPOCHREALTIME/./} / 1000 + $2 * ${TIMEOUT_SCALE:-1} * 1000))
+
+	while [[ ! -e $f ]]; do
+		if [[ -e $IPOIB_NG_FABSYNC/dead.$peer ]]; then
+			why="node $peer is gone (its guest has exited)"
+		elif [[ -n ${PAIR_SCOPE:-} && -e $IPOIB_NG_FABSYNC/left.$PAIR_SCOPE.$peer ]]; then
+			why="node $peer has left $PAIR_SCOPE"
+		elif ((${EPOCHREALTIME/./} / 1000 > deadline)); then
+			why="node $peer did not come within $(($2 * ${TIMEOUT_SCALE:-1}))s"
+		fi
+		if [[ -n $why ]]; then
+			# what it wrote before it went counts
+			[[ -e $f ]] && return 0
+			echo "lib.sh: $3: $why" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# pair_barrier NAME [SEC]: wait until the other node reaches the same
+# barrier (the Nth call of NAME meets the other node's Nth); fails after
+# SEC seconds (default 120, times TIMEOUT_SCALE) or as soon as the other
+# node is gone
+pair_barrier() {
+	local name=$1 sec=${2:-120} f
+
+	__pair_check "$name" || return 1
+	__pair_seen[$name]=$((${__pair_seen[$name]:-0} + 1))
+	f=b.${PAIR_SCOPE:-none}.$name.${__pair_seen[$name]}
+	: >"$IPOIB_NG_FABSYNC/$f.$IPOIB_NG_NODE" || return 1
+	__pair_wait "$f.$((3 - IPOIB_NG_NODE))" "$sec" "barrier $name"
+}
+
+# pair_put KEY VALUE: publish VALUE under KEY for the other node (written
+# whole, then renamed: the other node never reads half of it)
+pair_put() {
+	local f
+
+	__pair_check "$1" || return 1
+	f=kv.${PAIR_SCOPE:-none}.$1.$IPOIB_NG_NODE
+	printf '%s\n' "$2" >"$IPOIB_NG_FABSYNC/.$f.tmp" &&
+		mv -f "$IPOIB_NG_FABSYNC/.$f.tmp" "$IPOIB_NG_FABSYNC/$f"
+}
+
+# pair_get KEY [SEC]: print the other node's value of KEY, waiting up to
+# SEC seconds (default 120, times TIMEOUT_SCALE) for it
+pair_get() {
+	local f
+
+	__pair_check "$1" || return 1
+	f=kv.${PAIR_SCOPE:-none}.$1.$((3 - IPOIB_NG_NODE))
+	__pair_wait "$f" "${2:-120}" "value $1" || return 1
+	printf '%s\n' "$(<"$IPOIB_NG_FABSYNC/$f")"
+}
+
+# pair_leave: this node has left PAIR_SCOPE (guest-suite.sh, after each
+# test run): the other node's waits in it fail at once
+pair_leave() {
+	[[ -n ${PAIR_SCOPE:-} && -d ${IPOIB_NG_FABSYNC:-} ]] || return 0
+	: >"$IPOIB_NG_FABSYNC/left.$PAIR_SCOPE.$IPOIB_NG_NODE"
+}

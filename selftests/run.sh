@@ -7,6 +7,10 @@
 #   selftests/run.sh --shell SERIES     interactive guest shell (make shell)
 #   selftests/run.sh --bench SERIES...  selftests/bench.sh instead of the suite
 #   selftests/run.sh --demo SERIES      selftests/demo.sh (make demo)
+#   selftests/run.sh --pair SERIES1 SERIES2
+#                                       two guests on one fabric (make
+#                                       check-pair): node 1 boots SERIES1,
+#                                       node 2 SERIES2
 #
 # Per kernel ABI: a shadow source tree in .build/<abi>/ (symlinks, so the
 # work tree stays clean and both kernels build side by side), the modules
@@ -19,6 +23,15 @@
 # GUEST_APPEND adds to the guest's kernel command line.
 # The last line is "N passed, N failed, N skipped"; exit status 1 on any
 # failure (a failed build or a guest that died counts as one).
+# --pair: both guests at once (run-guest.sh --fabric: a QEMU datagram link
+# between them and a shared sync directory, in a new /tmp/ipoib-ng-fab.*
+# removed afterwards), each running selftests/pair-suite.sh on its
+# kernel's modules; env PAIR_TESTS="a b" runs a subset of
+# selftests/pair/, FABRIC_MTU the link's MTU (9000). Their output is
+# shown live, each line after "nK: ", and kept in .build/pair/node-K.log;
+# their results are in .build/pair/node-K/. When a guest's QEMU has
+# exited, the sync directory says so (dead.K), and the other node's
+# barriers fail at once instead of waiting out their timeouts.
 
 set -euo pipefail
 
@@ -34,7 +47,7 @@ GUESTS=${GUESTS:-1}
 [[ $TIMEOUT_SCALE =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "run.sh: TIMEOUT_SCALE='$TIMEOUT_SCALE' is not a whole factor" >&2; exit 1; }
 
-shell=0
+shell=0 pair=0
 guest_opts=()
 [[ -n ${GUEST_APPEND:-} ]] && guest_opts+=(--append "$GUEST_APPEND")
 guest_cmd=$ROOT/selftests/guest-suite.sh
@@ -55,8 +68,14 @@ case ${1:-} in
 	[[ $1 == --bench ]] && guest_opts+=(--append "slub_debug=- ${GUEST_APPEND:-}")
 	shift
 	;;
+--pair)
+	pair=1
+	guest_cmd=$ROOT/selftests/pair-suite.sh
+	shift
+	[[ $# -eq 2 ]] || { echo "usage: run.sh --pair SERIES1 SERIES2" >&2; exit 1; }
+	;;
 esac
-[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench|--demo] SERIES..." >&2; exit 1; }
+[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench|--demo|--pair] SERIES..." >&2; exit 1; }
 
 resolve_abi() {
 	"$VM/kernels.sh" abi "$1" 2>/dev/null && return
@@ -112,6 +131,20 @@ build() {
 		cp -t "$b/ko" "$b-interop/drivers/ipoib/ib_ipoib_interop.ko"
 }
 
+# build_abi ABI KDIR: build, and say so; or print the first errors (else
+# the end of the log) and a "not ok" line, and return 1
+build_abi() {
+	local start=$SECONDS b=.build/$1
+
+	if ! build "$1" "$2"; then
+		{ grep -E '(error|warning):' "$b/build.log" | head -n 30 ||
+		  tail -n 30 "$b/build.log"; } | sed 's/^/# build: /'
+		echo "not ok - build on $1 failed (log: $b/build.log)"
+		return 1
+	fi
+	echo "# kernel $1: built $(cd "$b/ko" && echo *.ko) in $((SECONDS - start))s"
+}
+
 if ((shell)); then
 	abi=$(resolve_abi "$1")
 	build "$abi" "$("$VM/kernels.sh" kdir "$1")" || { tail -n 30 ".build/$abi/build.log"; echo "build failed" >&2; }
@@ -124,11 +157,31 @@ fi
 mapfile -t bench_env < <(env | grep -E '^BENCH_[A-Z]+=' || true)
 
 # the suite's own sum (scaled by guest-suite.sh) plus the boot
-timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 * TIMEOUT_SCALE ))
+if ((pair)); then
+	timeout=$(( $(PAIR_TESTS=${PAIR_TESTS:-} "$guest_cmd" --total-timeout) + 180 * TIMEOUT_SCALE ))
+else
+	timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 * TIMEOUT_SCALE ))
+fi
 # a guest that has not started the suite by then is stuck in early boot
 # and is booted again (run-guest.sh --boot-limit); 6-9 s is usual, the
 # debug kernel beside another guest takes about 90 s
 boot_limit=$((90 * TIMEOUT_SCALE))
+
+# guest_verdict RC WHO RES FAILED: a guest's exit status RC (run-guest.sh)
+# as a result: nothing for a suite that ran (FAILED, its failed tests, say
+# why it failed), else a "not ok" line for WHO (results in RES) and
+# status 1
+guest_verdict() {
+	case $1 in
+	0) return 0 ;;
+	1) (($4)) && return 0; echo "not ok - $2: suite failed without a failed test" ;;
+	2) echo "not ok - $2: guest died without a status (see $3/console.log)" ;;
+	3) echo "not ok - $2: kernel reported a problem (see $3/dmesg)" ;;
+	124) echo "not ok - $2: guest timed out after ${timeout}s" ;;
+	*) echo "not ok - $2: guest exit status $1" ;;
+	esac
+	return 1
+}
 
 # run_series SERIES: build and test one kernel series. Prints its KTAP and
 # diagnostics; the last line is "# counts PASS FAIL SKIP".
@@ -147,15 +200,10 @@ run_series() {
 		echo "# counts 0 1 0"
 		return
 	fi
-	if ! build "$abi" "$kdir"; then
-		# The first errors, else the end of the log.
-		{ grep -E '(error|warning):' "$b/build.log" | head -n 30 ||
-		  tail -n 30 "$b/build.log"; } | sed 's/^/# build: /'
-		echo "not ok - build on $abi failed (log: $b/build.log)"
+	if ! build_abi "$abi" "$kdir"; then
 		echo "# counts 0 1 0"
 		return
 	fi
-	echo "# kernel $abi: built $(cd "$b/ko" && echo *.ko) in $((SECONDS - start))s"
 	# 15-install's DKMS build, here at native speed (see dkms-prebuild.sh);
 	# when it fails, that test fails and says why
 	if wants_test 15-install; then
@@ -200,14 +248,7 @@ run_series() {
 		p=$(grep -cE '^ok ' "$out" || true)
 		s=$(grep -cE '^ok .*# SKIP' "$out" || true)
 		f=$(grep -cE '^not ok ' "$out" || true)
-		case $rc in
-		0) ;;
-		1) ((f)) || { echo "not ok - $abi: suite failed without a failed test"; fail=$((fail + 1)); } ;;
-		2) echo "not ok - $abi: guest died without a status (see $res/console.log)"; fail=$((fail + 1)) ;;
-		3) echo "not ok - $abi: kernel reported a problem (see $res/dmesg)"; fail=$((fail + 1)) ;;
-		124) echo "not ok - $abi: guest timed out after ${timeout}s"; fail=$((fail + 1)) ;;
-		*) echo "not ok - $abi: guest exit status $rc"; fail=$((fail + 1)) ;;
-		esac
+		guest_verdict "$rc" "$abi" "$res" "$f" || fail=$((fail + 1))
 		pt=$((pt + p - s)) st=$((st + s)) ft=$((ft + f))
 	done
 	# make bench: its samples and table as .build/bench-<abi>.json
@@ -248,7 +289,69 @@ wants_test() {
 	[[ $guest_cmd == */guest-suite.sh ]] && { [[ -z $TESTS ]] || [[ " $TESTS " == *" $1 "* ]]; }
 }
 
+# run_pair SERIES1 SERIES2: both nodes of a pair (--pair above); adds
+# their results to pass/fail/skip
+fab=""
+run_pair() {
+	local k abi kdir res rc out p s f start=$SECONDS abis=()
+
+	for k in 1 2; do
+		if ! abi=$(resolve_abi "${!k}") || ! kdir=$("$VM/kernels.sh" kdir "${!k}"); then
+			echo "not ok - kernel series ${!k}: no ABI or build tree"
+			fail=$((fail + 1))
+			return
+		fi
+		abis+=("$abi")
+		# the same kernel on both nodes is built once
+		((k == 1)) || [[ $abi != "${abis[0]}" ]] || continue
+		build_abi "$abi" "$kdir" || { fail=$((fail + 1)); return; }
+	done
+	fab=$(mktemp -d /tmp/ipoib-ng-fab.XXXXXX)
+	trap 'rm -rf "$fab"' EXIT
+	mkdir -p "$fab/sync" .build/pair
+	for k in 1 2; do
+		abi=${abis[k - 1]}
+		res=.build/pair/node-$k
+		echo "# node $k: $abi, booting (QEMU TCG, 2 vCPUs; log $res.log, results $res/)"
+		(
+			rc=0
+			"$VM/run-guest.sh" "${guest_opts[@]}" --abi "$abi" --timeout "$timeout" \
+				--boot-limit "$boot_limit" --results "$res" --fabric "$fab" --node "$k" \
+				-- env KO_DIR="$ROOT/.build/$abi/ko" EXPECT_ABI="$abi" \
+				EXPECT_PEER_ABI="${abis[2 - k]}" PAIR_TESTS="${PAIR_TESTS:-}" \
+				DRIVERS="$DRIVERS" LONG="$LONG" TIMEOUT_SCALE="$TIMEOUT_SCALE" \
+				SOFTIB_PARAMS="${SOFTIB_PARAMS-}" "$guest_cmd" 2>&1 |
+				tee "$res.log" | sed -u "s/^/n$k: /" || rc=${PIPESTATUS[0]}
+			echo "$rc" >"$res.rc"
+			# the other node's waits fail at once from now on
+			: >"$fab/sync/dead.$k"
+		) &
+	done
+	wait
+	for k in 1 2; do
+		abi=${abis[k - 1]}
+		res=.build/pair/node-$k
+		rc=$(cat "$res.rc" 2>/dev/null || echo 2)
+		out=$res/output
+		[[ -e $out ]] || : >"$out"
+		p=$(grep -cE '^ok ' "$out" || true)
+		s=$(grep -cE '^ok .*# SKIP' "$out" || true)
+		f=$(grep -cE '^not ok ' "$out" || true)
+		guest_verdict "$rc" "node $k, $abi" "$res" "$f" || fail=$((fail + 1))
+		echo "# node $k, $abi: $((p - s)) passed, $f failed, $s skipped"
+		pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
+	done
+	rm -rf "$fab"
+	echo "# pair: $((SECONDS - start))s"
+}
+
 pass=0 fail=0 skip=0
+if ((pair)); then
+	run_pair "$@"
+	echo "$pass passed, $fail failed, $skip skipped"
+	((fail == 0))
+	exit
+fi
 [[ $guest_cmd != */guest-suite.sh ]] || host_tests
 # the Debian packages 15-install and 16-autopkgtest install (one build
 # for every kernel)

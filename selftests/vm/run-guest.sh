@@ -4,7 +4,8 @@
 # Boot a Debian test kernel in QEMU (TCG) and run one command in it.
 #
 #   run-guest.sh --abi ABI [--timeout SEC] [--boot-limit SEC] [--append ARGS]
-#                [--mem SIZE] [--results DIR] [--shell] [--quiet] -- CMD [ARG...]
+#                [--mem SIZE] [--results DIR] [--shell] [--quiet]
+#                [--fabric DIR --node K] -- CMD [ARG...]
 #
 # The guest sees this machine's / read-only over 9p under a tmpfs overlay,
 # so every host tool and the work tree are there, at the same paths.
@@ -17,6 +18,18 @@
 # --boot-limit SEC: a guest whose CMD has not started after SEC seconds
 # is killed and booted again (early-boot stalls), three boots in all at
 # most; each boot has the whole --timeout.
+# --fabric DIR --node K (K 1 or 2): guest K of a pair (run.sh --pair).
+# Its second NIC, a virtio-net with MAC 52:54:00:5b:00:0K and host_mtu
+# $FABRIC_MTU (default 9000), is a QEMU datagram netdev whose ends are
+# the unix sockets DIR/nK.sock (its own) and DIR/nO.sock (the other
+# guest's, O = 3 - K): a link between the two guests that never leaves
+# this machine (there is no other NIC). DIR/sync is shared with the guest
+# over 9p (cache=none, both guests see each other's writes at once) at
+# /run/fabsync. Before CMD the guest loads virtio_net, finds that NIC by
+# its MAC and names it fab0 (down, no address); CMD gets IPOIB_NG_NODE=K,
+# IPOIB_NG_FABSYNC=/run/fabsync, IPOIB_NG_FABDEV=fab0 and
+# IPOIB_NG_FABMTU. DIR must be short: a unix socket's path is at most
+# 107 bytes.
 #
 # Exit status: CMD's status; 3 if the kernel reported a problem (WARNING,
 # BUG, Oops, KFENCE, slub corruption, KASAN, lockdep, ...) even when CMD
@@ -35,6 +48,7 @@ usage() {
 die() { echo "run-guest: $*" >&2; exit 1; }
 
 abi="" timeout=0 boot_limit=0 append="" mem=2G shell=0 results="" quiet=0
+fabric="" node=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--abi) abi=$2; shift 2 ;;
@@ -45,12 +59,26 @@ while [[ $# -gt 0 ]]; do
 	--results) results=$2; shift 2 ;;
 	--shell) shell=1; shift ;;
 	--quiet) quiet=1; shift ;;
+	--fabric) fabric=$2; shift 2 ;;
+	--node) node=$2; shift 2 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
 done
 [[ -n $abi ]] || usage
 ((shell)) || [[ $# -gt 0 ]] || usage
+if [[ -n $fabric || -n $node ]]; then
+	[[ -n $fabric && $node =~ ^[12]$ ]] || die "--fabric DIR and --node 1|2 go together"
+	fabric_mtu=${FABRIC_MTU:-9000}
+	if [[ ! $fabric_mtu =~ ^[1-9][0-9]*$ ]] || ((fabric_mtu < 68 || fabric_mtu > 65535)); then
+		die "FABRIC_MTU='$fabric_mtu': want 68-65535"
+	fi
+	fabric=$(readlink -f "$fabric")
+	[[ -d $fabric ]] || die "--fabric $fabric: no such directory"
+	# sun_path holds 108 bytes with the terminating NUL
+	((${#fabric} + 8 <= 107)) || die "--fabric $fabric: too long for a unix socket's path"
+	mkdir -p "$fabric/sync"
+fi
 
 kdir=$CACHE/kernels/$abi
 vmlinuz=$kdir/boot/vmlinuz-$abi
@@ -190,6 +218,33 @@ trap cleanup EXIT
 	printf 'cd %q || exit 1\n' "$PWD"
 	echo 'export IPOIB_NG_GUEST=1 HOME=/root LANG=C.UTF-8'
 	echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+	if [[ -n $fabric ]]; then
+		# the pair's sync share and the fabric NIC (see --fabric)
+		printf 'export IPOIB_NG_NODE=%d IPOIB_NG_FABSYNC=/run/fabsync' "$node"
+		printf ' IPOIB_NG_FABDEV=fab0 IPOIB_NG_FABMTU=%d\n' "$fabric_mtu"
+		printf 'fabric_mac=52:54:00:5b:00:0%d\n' "$node"
+		# shellcheck disable=SC2016
+		echo 'fabric() {
+	local d i
+
+	mkdir -p "$IPOIB_NG_FABSYNC" &&
+		mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 \
+			fabsync "$IPOIB_NG_FABSYNC" || { echo "cannot mount the sync share"; return 1; }
+	modprobe virtio_net || { echo "cannot load virtio_net"; return 1; }
+	for ((i = 0; i < 100; i++)); do
+		for d in /sys/class/net/*; do
+			[[ $(<"$d/address") == "$fabric_mac" ]] || continue
+			[[ ${d##*/} == "$IPOIB_NG_FABDEV" ]] ||
+				ip link set dev "${d##*/}" name "$IPOIB_NG_FABDEV" || return 1
+			return 0
+		done
+		sleep 0.1
+	done
+	echo "no NIC with MAC $fabric_mac after 10 s"
+	return 1
+}
+fabric || { echo "run-guest: fabric node $IPOIB_NG_NODE: set-up failed"; exit 1; }'
+	fi
 	if ((shell)); then
 		printf 'export TERM=%q\n' "${TERM:-linux}"
 		if size=$(stty size 2>/dev/null); then
@@ -237,6 +292,13 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -no-reboot
 	-kernel "$vmlinuz" -initrd "$initrd" -append "$cmdline"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$results,mount_tag=results,security_model=none")
+if [[ -n $fabric ]]; then
+	# romfile=: no option ROM (no network boot; the ipxe-qemu package
+	# that has it is not installed)
+	qemu+=(-netdev "dgram,id=fab,local.type=unix,local.path=$fabric/n$node.sock,remote.type=unix,remote.path=$fabric/n$((3 - node)).sock"
+		-device "virtio-net-pci,netdev=fab,mac=52:54:00:5b:00:0$node,host_mtu=$fabric_mtu,romfile="
+		-virtfs "local,path=$fabric/sync,mount_tag=fabsync,security_model=none")
+fi
 
 if ((shell)); then
 	"${qemu[@]}" -serial mon:stdio
@@ -278,6 +340,8 @@ t0=$(date +%s.%N)
 set +e
 for ((try = 1; ; try++)); do
 	rm -f "$results"/{started,output,status,dmesg,boot-stalled}
+	# QEMU binds its end of the fabric anew (a stalled boot's is left)
+	[[ -z $fabric ]] || rm -f "$fabric/n$node.sock"
 	"${limit[@]}" "${qemu[@]}" -serial stdio </dev/null >"$results/console.log" &
 	qpid=$!
 	wpid=
