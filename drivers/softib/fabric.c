@@ -399,8 +399,8 @@ static struct softib_port *softib_lid_to_port(struct softib_dev *sdev, u16 lid)
 	struct softib_port *port;
 	u32 i;
 
-	if (lid >= 1 && lid <= sdev->nports) {
-		port = softib_port(sdev, lid);
+	if (lid > softib_lid_base && lid <= softib_lid_base + sdev->nports) {
+		port = softib_port(sdev, lid - softib_lid_base);
 		if (READ_ONCE(port->lid) == lid)
 			return port;
 	}
@@ -502,7 +502,7 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	 * The built-in subnet administrator answers at (SM LID, QP1); an
 	 * external SM's SA is a port's QP1 like any other.
 	 */
-	if (softib_builtin_sm && dlid == SOFTIB_SM_LID) {
+	if (softib_builtin_sm && dlid == softib_sm_lid) {
 		if (wqe->remote_qpn == 1 && pkt->qkey == SOFTIB_QP1_QKEY &&
 		    pkt->sport)
 			softib_sa_recv(pkt);

@@ -307,9 +307,9 @@ static bool softib_inject_can_recv(struct softib_dev *sdev, u16 dlid, u32 qpn)
 	struct softib_qp *qp;
 	bool ret = true;
 
-	if (dlid < 1 || dlid > sdev->nports)
+	if (dlid <= softib_lid_base || dlid > softib_lid_base + sdev->nports)
 		return true;
-	dport = softib_port(sdev, dlid);
+	dport = softib_port(sdev, dlid - softib_lid_base);
 	rcu_read_lock();
 	if (qpn <= 1)
 		qp = rcu_dereference(dport->special[qpn]);

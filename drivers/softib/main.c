@@ -42,6 +42,18 @@ module_param_named(sm, softib_sm_param, charp, 0444);
 MODULE_PARM_DESC(sm, "Subnet manager: builtin (default) or none (the ports wait in Init for an SM such as OpenSM)");
 bool softib_builtin_sm = true;
 
+/*
+ * This node's number on a fabric of several kernels (link.c): it picks
+ * the GUIDs and LIDs, so it must differ between the nodes.
+ */
+u32 softib_node;
+module_param_named(node, softib_node, uint, 0444);
+MODULE_PARM_DESC(node, "This node's number on a fabric across kernels (1-63, different on every node; default 0: a fabric of this kernel alone)");
+u64 softib_node_guid = SOFTIB_GUID_BASE;
+u64 softib_switch_guid = SOFTIB_GUID_BASE | SOFTIB_SWITCH_GUID_BIT;
+u16 softib_sm_lid = SOFTIB_SM_LID_SINGLE;
+u16 softib_lid_base;
+
 static struct softib_dev *softib_dev;
 
 /* what OpenSM does with no partitions.conf: every port a full member of 0x7fff */
@@ -355,10 +367,10 @@ static void softib_init_port(struct softib_dev *sdev, u32 num)
 	 * (what an HCA's firmware holds before an SM writes the table).
 	 */
 	port->pkeys[0] = 0xffff;
-	/* the built-in SM's addressing: LID N for port N, the SM at its own */
+	/* the built-in SM's addressing: LID base + N for port N, the SM at its own */
 	if (softib_builtin_sm) {
-		port->lid = num;
-		port->sm_lid = SOFTIB_SM_LID;
+		port->lid = softib_lid_base + num;
+		port->sm_lid = softib_sm_lid;
 	}
 }
 
@@ -420,7 +432,7 @@ static struct softib_dev *softib_create(u32 nports)
 	sdev->ibdev.node_type = RDMA_NODE_IB_CA;
 	sdev->ibdev.phys_port_cnt = nports;
 	sdev->ibdev.num_comp_vectors = 1;
-	sdev->ibdev.node_guid = cpu_to_be64(SOFTIB_NODE_GUID);
+	sdev->ibdev.node_guid = cpu_to_be64(softib_node_guid);
 	sdev->ibdev.dev.parent = &sdev->pdev->dev;
 	strscpy(sdev->ibdev.node_desc, "softib software HCA",
 		sizeof(sdev->ibdev.node_desc));
@@ -487,6 +499,7 @@ static void softib_destroy(struct softib_dev *sdev)
 
 static int __init softib_init(void)
 {
+	struct softib_link *link;
 	struct softib_dev *sdev;
 	int ret;
 
@@ -510,31 +523,57 @@ static int __init softib_init(void)
 		       softib_sm_param);
 		return -EINVAL;
 	}
+	if (softib_node > SOFTIB_NODE_MAX) {
+		pr_err("node=%u is out of range: load with node=1..%u (0: no fabric across kernels)\n",
+		       softib_node, SOFTIB_NODE_MAX);
+		return -EINVAL;
+	}
+	if (softib_node) {
+		softib_node_guid = SOFTIB_GUID_BASE |
+				   ((u64)softib_node << SOFTIB_GUID_NODE_SHIFT);
+		softib_switch_guid = softib_node_guid | SOFTIB_SWITCH_GUID_BIT;
+		softib_lid_base = softib_node * SOFTIB_NODE_LIDS;
+		softib_sm_lid = softib_lid_base;
+	}
 	if (!softib_builtin_sm && softib_vnodes) {
 		pr_err("vnodes=%u needs the built-in SM's SA: load with sm=builtin or vnodes=0\n",
 		       softib_vnodes);
 		return -EINVAL;
 	}
 
+	link = softib_link_prepare();
+	if (IS_ERR(link))
+		return PTR_ERR(link);
+
 	ret = softib_vnode_setup();
 	if (ret)
-		return ret;
+		goto out_link;
 
 	sdev = softib_create(ports);
 	if (IS_ERR(sdev)) {
 		ret = PTR_ERR(sdev);
 		goto out_vnodes;
 	}
+	if (link) {
+		ret = softib_link_start(sdev, link);
+		if (ret)
+			goto out_destroy;
+	}
 	softib_dev = sdev;
 	return 0;
 
+out_destroy:
+	softib_destroy(sdev);
 out_vnodes:
 	softib_vnode_cm_cleanup();
+out_link:
+	softib_link_discard(link);
 	return ret;
 }
 
 static void __exit softib_exit(void)
 {
+	softib_link_stop(softib_dev);
 	softib_destroy(softib_dev);
 	softib_vnode_cm_cleanup();
 }

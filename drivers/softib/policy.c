@@ -260,7 +260,7 @@ static int parse_member(struct softib_parser *p, struct softib_dev *sdev,
 		/* no switch or router ports, and the SM owns no port */
 	} else if (!kstrtou64(p->tok, 0, &guid)) {
 		/* a port GUID that is not ours names a port not on this fabric */
-		if ((guid & ~0xffULL) == SOFTIB_NODE_GUID &&
+		if ((guid & ~0xffULL) == softib_node_guid &&
 		    (guid & 0xff) >= 1 && (guid & 0xff) <= sdev->nports)
 			ports[guid & 0xff] = 1;
 	} else {

@@ -109,7 +109,7 @@ struct softib_port *softib_gid_to_port(struct softib_dev *sdev,
 	u32 num = guid & 0xff;
 
 	if (be64_to_cpu(gid->global.subnet_prefix) != SOFTIB_SUBNET_PREFIX ||
-	    (guid & ~0xffULL) != SOFTIB_NODE_GUID || num < 1 ||
+	    (guid & ~0xffULL) != softib_node_guid || num < 1 ||
 	    num > sdev->nports)
 		return NULL;
 	return softib_port(sdev, num);
@@ -766,7 +766,7 @@ static void softib_sa_delayed_work(struct work_struct *work)
 	/* cleanup took it first and waits for us in cancel_delayed_work_sync */
 	if (!softib_sa_take_delayed(d))
 		return;
-	softib_sm_send(d->sdev, SOFTIB_SM_LID, READ_ONCE(d->port->lid), 1,
+	softib_sm_send(d->sdev, softib_sm_lid, READ_ONCE(d->port->lid), 1,
 		       d->pkey, &d->resp);
 	kfree(d);
 }
@@ -853,7 +853,7 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 	}
 	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
-		softib_sm_send(sdev, SOFTIB_SM_LID, pkt->slid, 1, pkt->pkey,
+		softib_sm_send(sdev, softib_sm_lid, pkt->slid, 1, pkt->pkey,
 			       resp);
 out_free:
 	kfree(req);
@@ -872,7 +872,7 @@ u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
 	if (req->method != IB_MGMT_METHOD_GET)
 		return IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB;
 	/* GUID, SM_Key (0: not shown), ActCount, Priority|SMState */
-	put_unaligned_be64(SOFTIB_SWITCH_GUID, info);
+	put_unaligned_be64(softib_switch_guid, info);
 	put_unaligned_be32(atomic_inc_return(&sdev->sm_act_count), info + 16);
 	info[20] = SOFTIB_SM_PRIORITY << 4 | SOFTIB_SM_STATE_MASTER;
 	return 0;

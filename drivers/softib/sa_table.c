@@ -178,7 +178,7 @@ static u32 sa_ends(struct softib_dev *sdev, struct sa_end *e)
 		e[n].gid.global.subnet_prefix =
 			cpu_to_be64(READ_ONCE(p->gid_prefix));
 		e[n].gid.global.interface_id = sw ?
-			cpu_to_be64(SOFTIB_SWITCH_GUID) :
+			cpu_to_be64(softib_switch_guid) :
 			softib_port_guid(i);
 		n++;
 	}
@@ -203,13 +203,13 @@ static int sa_node_table(struct softib_dev *sdev, const struct sa_end *e,
 		put_unaligned_be16(e[i].lid, r + NR_LID);
 		if (e[i].is_switch) {
 			softib_sma_node_info(smp, RDMA_NODE_IB_SWITCH,
-					     sdev->nports, SOFTIB_SWITCH_GUID,
-					     SOFTIB_SWITCH_GUID,
+					     sdev->nports, softib_switch_guid,
+					     softib_switch_guid,
 					     SOFTIB_SW_DEVICE_ID, 0);
 			memcpy(r + NR_DESC, sdev->sw.node_desc, 64);
 		} else {
 			softib_sma_node_info(smp, RDMA_NODE_IB_CA,
-					     sdev->nports, SOFTIB_NODE_GUID,
+					     sdev->nports, softib_node_guid,
 					     be64_to_cpu(e[i].gid.global.interface_id),
 					     SOFTIB_DEVICE_ID, e[i].port->num);
 			memcpy(r + NR_DESC, sdev->ibdev.node_desc, 64);
@@ -385,7 +385,7 @@ static void sa_rmpp_send_seg(struct softib_dev *sdev, struct sa_rmpp *x,
 	ib_set_rmpp_resptime(&mad->rmpp_hdr, SA_RMPP_RESP_TIME);
 	mad->rmpp_hdr.seg_num = cpu_to_be32(seg);
 	mad->rmpp_hdr.paylen_newwin = cpu_to_be32(paylen);
-	softib_sm_send(sdev, SOFTIB_SM_LID, x->dlid, 1, x->pkey, mad);
+	softib_sm_send(sdev, softib_sm_lid, x->dlid, 1, x->pkey, mad);
 }
 
 /* Send what the window allows; the transfer's clock starts again. */

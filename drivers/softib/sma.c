@@ -428,7 +428,7 @@ static u16 sma_process(struct softib_dev *sdev, u32 port_num, int mad_flags,
 		if (set)
 			return SOFTIB_SMA_UNSUP_ATTR;
 		softib_sma_node_info(out, RDMA_NODE_IB_CA, sdev->nports,
-				     SOFTIB_NODE_GUID,
+				     softib_node_guid,
 				     be64_to_cpu(softib_port_guid(port_num)),
 				     SOFTIB_DEVICE_ID, port_num);
 		return 0;

@@ -56,12 +56,25 @@
  * an SM's PortInfo Set may change them (sma.c). GUIDs are EUI-64 with
  * the locally administered bit set, derived from the port number so that
  * partitions.conf member lists stay valid across loads.
+ *
+ * A node of a fabric across kernels (node=K, link.c) puts K into bits
+ * 24-29 of its GUIDs and numbers its LIDs from 32*K: port N is LID
+ * 32*K+N and the switch 32*K, all below the virtual nodes' LIDs. Node 0,
+ * the default, keeps the single-kernel addresses above.
  */
-#define SOFTIB_SM_LID		0x0100
-#define SOFTIB_NODE_GUID	0x02110bff00000000ULL
+#define SOFTIB_GUID_BASE	0x02110bff00000000ULL
+#define SOFTIB_GUID_NODE_SHIFT	24
+#define SOFTIB_SWITCH_GUID_BIT	0x10000ULL
+#define SOFTIB_SM_LID_SINGLE	0x0100
+#define SOFTIB_NODE_LIDS	32
+#define SOFTIB_NODE_MAX		63
 #define SOFTIB_SUBNET_PREFIX	0xfe80000000000000ULL
-/* the fabric's switch, where the built-in SM runs (SMInfo) */
-#define SOFTIB_SWITCH_GUID	0x02110bff00010000ULL
+/* this node's identity (main.c), fixed before the device registers */
+extern u32 softib_node;
+extern u64 softib_node_guid;	/* the CA; port N is softib_node_guid | N */
+extern u64 softib_switch_guid;	/* the switch, where the built-in SM runs */
+extern u16 softib_sm_lid;	/* the switch's LID, the SM LID it hands out */
+extern u16 softib_lid_base;	/* port N's LID is softib_lid_base + N */
 #define SOFTIB_SM_PRIORITY	15
 #define SOFTIB_SM_STATE_MASTER	3
 #define SOFTIB_QP1_QKEY		0x80010000
@@ -283,6 +296,7 @@ struct softib_dev {
 	struct mutex bench_lock;	/* one bench run at a time */
 	char bench_result[160];		/* the last one's (bench.c) */
 	struct delayed_work sweep;
+	struct softib_link *link;	/* to nodes in other kernels, or NULL */
 	struct softib_switch sw;
 	struct dentry *debugfs_root;
 	struct dentry *debugfs;
@@ -559,7 +573,7 @@ static inline bool softib_port_owns_lid(struct softib_port *port, u16 lid)
 
 static inline __be64 softib_port_guid(u32 port)
 {
-	return cpu_to_be64(SOFTIB_NODE_GUID | port);
+	return cpu_to_be64(softib_node_guid | port);
 }
 
 /* main.c */
@@ -890,6 +904,12 @@ int softib_vnode_cm_setup(void);
 void softib_vnode_cm_cleanup(void);
 void softib_vnode_cm_recv(const struct softib_pkt *req, u32 i);
 int softib_vnode_rc_recv(const struct softib_pkt *pkt, u32 i, u32 dqpn);
+
+/* link.c */
+struct softib_link *softib_link_prepare(void);
+int softib_link_start(struct softib_dev *sdev, struct softib_link *link);
+void softib_link_stop(struct softib_dev *sdev);
+void softib_link_discard(struct softib_link *link);
 
 /* debugfs.c */
 void softib_debugfs_init(struct softib_dev *sdev);

@@ -124,13 +124,13 @@ void softib_switch_sm(struct softib_dev *sdev)
 	u32 i;
 
 	spin_lock_irqsave(&sw->lock, flags);
-	p0->lid = SOFTIB_SM_LID;
-	p0->sm_lid = SOFTIB_SM_LID;
+	p0->lid = softib_sm_lid;
+	p0->sm_lid = softib_sm_lid;
 	p0->cap_flags |= IB_PORT_SM;
-	sw->lft[SOFTIB_SM_LID] = 0;
+	sw->lft[softib_sm_lid] = 0;
 	for (i = 1; i <= sdev->nports; i++)
-		sw->lft[i] = i;
-	sw->lft_top = SOFTIB_SM_LID;
+		sw->lft[softib_lid_base + i] = i;
+	sw->lft_top = max_t(u16, softib_sm_lid, softib_lid_base + sdev->nports);
 	spin_unlock_irqrestore(&sw->lock, flags);
 }
 
@@ -248,7 +248,7 @@ static void sw_node_info(struct softib_switch *sw, u32 in_port,
 {
 	/* a switch has one port GUID, port 0's */
 	softib_sma_node_info(out, RDMA_NODE_IB_SWITCH, sw_nports(sw),
-			     SOFTIB_SWITCH_GUID, SOFTIB_SWITCH_GUID,
+			     softib_switch_guid, softib_switch_guid,
 			     SOFTIB_SW_DEVICE_ID, in_port);
 }
 
@@ -775,7 +775,7 @@ int softib_switch_show(struct seq_file *m, struct softib_dev *sdev)
 	u32 i, d;
 
 	seq_printf(m, "guid 0x%016llx\nlid 0x%x\nlft_top 0x%x\nmft_top 0x%x\n",
-		   SOFTIB_SWITCH_GUID, READ_ONCE(sw->ports[0].lid),
+		   softib_switch_guid, READ_ONCE(sw->ports[0].lid),
 		   READ_ONCE(sw->lft_top), READ_ONCE(sw->mft_top));
 	seq_printf(m, "sma_answered %lld\nsma_dropped %lld\ndr_forwarded %lld\ndr_discards %lld\n",
 		   atomic64_read(&sw->sma_answered),

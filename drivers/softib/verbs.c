@@ -23,7 +23,7 @@ int softib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 
 	memset(attr, 0, sizeof(*attr));
 	attr->fw_ver = 1;
-	attr->sys_image_guid = cpu_to_be64(SOFTIB_NODE_GUID);
+	attr->sys_image_guid = cpu_to_be64(softib_node_guid);
 	attr->max_mr_size = U64_MAX;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = SOFTIB_VENDOR_ID;
