@@ -1344,14 +1344,20 @@ static int softib_link_peers_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(softib_link_peers);
 
+/* the interface's MTU that IB MTU "ib_mtu" needs */
+static u32 softib_link_mtu_for(u32 ib_mtu)
+{
+	return SOFTIB_LINK_UDPIP + sizeof(struct softib_link_hdr) +
+	       SOFTIB_LINK_IB_HDRS + ib_mtu;
+}
+
 /* The largest IB MTU whose packets, with every header, fit one frame. */
 static u32 softib_link_ib_mtu(u32 dev_mtu)
 {
 	u32 mtu;
 
 	for (mtu = SOFTIB_MTU_BYTES; mtu >= 256; mtu /= 2)
-		if (SOFTIB_LINK_UDPIP + sizeof(struct softib_link_hdr) +
-		    SOFTIB_LINK_IB_HDRS + mtu <= dev_mtu)
+		if (softib_link_mtu_for(mtu) <= dev_mtu)
 			return mtu;
 	return 0;
 }
@@ -1456,10 +1462,8 @@ struct softib_link *softib_link_prepare(void)
 	dev_put(dev);
 	link->ib_mtu = softib_link_ib_mtu(link->dev_mtu);
 	if (!link->ib_mtu) {
-		pr_err("link=%s: MTU %u is too small for IB packets; give it at least %zu\n",
-		       link->ifname, link->dev_mtu,
-		       SOFTIB_LINK_UDPIP + sizeof(struct softib_link_hdr) +
-		       SOFTIB_LINK_IB_HDRS + 256);
+		pr_err("link=%s: MTU %u is too small for IB packets; give it at least %u\n",
+		       link->ifname, link->dev_mtu, softib_link_mtu_for(256));
 		goto err_free;
 	}
 	link->port = htons(softib_link_port);
@@ -1468,6 +1472,35 @@ struct softib_link *softib_link_prepare(void)
 err_free:
 	kfree_sensitive(link);
 	return ERR_PTR(ret);
+}
+
+/*
+ * The link's interface changed under it: say what that does. The
+ * socket stays bound to the ifindex, which the kernel does not reuse;
+ * without the interface every send fails (tx_errors) and the peers go
+ * down after link_dead_ms, until softib is loaded again.
+ */
+static int softib_link_netdev_event(struct notifier_block *nb,
+				    unsigned long event, void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct softib_link *link = container_of(nb, struct softib_link, nb);
+
+	if (dev->ifindex != link->ifindex || !net_eq(dev_net(dev), link->net))
+		return NOTIFY_DONE;
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		pr_warn("link: %s went away: no link to the other nodes until softib is loaded again\n",
+			link->ifname);
+		break;
+	case NETDEV_CHANGEMTU:
+		if (dev->mtu < softib_link_mtu_for(link->ib_mtu))
+			pr_warn("link: %s has MTU %u now, below the %u that IB MTU %u needs: IB packets that do not fit are dropped; set it back\n",
+				dev->name, dev->mtu,
+				softib_link_mtu_for(link->ib_mtu), link->ib_mtu);
+		break;
+	}
+	return NOTIFY_DONE;
 }
 
 static void softib_link_debugfs(struct softib_link *link)
@@ -1529,6 +1562,11 @@ int softib_link_start(struct softib_dev *sdev, struct softib_link *link)
 	setup_udp_tunnel_sock(link->net, link->sock, &tcfg);
 	rcu_assign_pointer(link->sk, link->sock->sk);
 
+	link->nb.notifier_call = softib_link_netdev_event;
+	ret = register_netdevice_notifier(&link->nb);
+	if (ret)
+		goto err_release_sock;
+
 	sdev->link = link;
 	softib_link_debugfs(link);
 	for (i = 0; i < link->npeers; i++)
@@ -1538,6 +1576,9 @@ int softib_link_start(struct softib_dev *sdev, struct softib_link *link)
 		softib_node_guid, link->npeers);
 	return 0;
 
+err_release_sock:
+	udp_tunnel_sock_release(link->sock);
+	link->sock = NULL;
 err_dst_caches:
 	while (i--)
 		dst_cache_destroy(&link->peers[i].dst_cache);
@@ -1559,6 +1600,7 @@ void softib_link_stop(struct softib_dev *sdev)
 	if (!link)
 		return;
 	debugfs_remove(link->debugfs);
+	unregister_netdevice_notifier(&link->nb);
 	for (i = 0; i < link->npeers; i++) {
 		peer = &link->peers[i];
 		skb = NULL;

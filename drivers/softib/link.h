@@ -12,6 +12,8 @@
 #include <linux/timer.h>
 #include <linux/workqueue.h>
 #include <linux/wait.h>
+#include <linux/notifier.h>
+#include <linux/netdevice.h>
 #include <net/dst_cache.h>
 #include <crypto/blake2s.h>
 
@@ -197,6 +199,7 @@ struct softib_link {
 	struct mutex echo_lock;		/* one fabric/echo at a time */
 	char echo_result[96];
 	struct dentry *debugfs;
+	struct notifier_block nb;	/* the interface's changes */
 	atomic64_t cnt[SOFTIB_LC_MAX];
 };
 
