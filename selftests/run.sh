@@ -16,7 +16,9 @@
 # work tree stays clean and both kernels build side by side), the modules
 # collected in .build/<abi>/ko/, and the guest's output, dmesg and console
 # log in .build/<abi>/results/ (results-K/ for guest K of GUESTS=N). Env
-# TESTS="a b" runs a subset.
+# TESTS="a b" runs a subset. With two series, make check then runs the
+# pair of selftests/pair/ (--pair below) on them, unless TESTS is set
+# and PAIR_TESTS is not.
 # SERIES "debug" is the debug kernel of make check-debug (kernels.sh):
 # the modules build against its build tree. Env TIMEOUT_SCALE=N multiplies
 # every timeout (that kernel is several times slower under TCG), env
@@ -343,6 +345,7 @@ run_pair() {
 	done
 	rm -rf "$fab"
 	echo "# pair: $((SECONDS - start))s"
+	echo "# counts $pass $fail $skip"
 }
 
 pass=0 fail=0 skip=0
@@ -383,6 +386,20 @@ for log in "${logs[@]}"; do
 	read -r _ _ p f s < <(grep "^# counts " "$log" | tail -n 1) || { p=0 f=1 s=0; }
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 done
+
+# make check: then the pair (selftests/pair/), node 1 on the first
+# series and node 2 on the second, once both series have given back the
+# two guest slots. A subset of the suite (TESTS) leaves the pair out
+# unless PAIR_TESTS names some of its tests.
+if [[ $guest_cmd == */guest-suite.sh && $# -eq 2 ]] &&
+	{ [[ -z $TESTS ]] || [[ -n ${PAIR_TESTS:-} ]]; }; then
+	guest_cmd=$ROOT/selftests/pair-suite.sh
+	timeout=$(($(PAIR_TESTS=${PAIR_TESTS:-} "$guest_cmd" --total-timeout) + 180 * TIMEOUT_SCALE))
+	{ pass=0 fail=0 skip=0; run_pair "$1" "$2"; } 2>&1 | tee .build/pair.log |
+		grep -v '^# counts '
+	read -r _ _ p f s < <(grep "^# counts " .build/pair.log | tail -n 1) || { p=0 f=1 s=0; }
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+fi
 
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))
