@@ -566,6 +566,7 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 	peer->node = be16_to_cpu(hs->node);
 	peer->ib_mtu = be16_to_cpu(hs->ib_mtu);
 	peer->gen++;
+	peer->refused_logged = false;
 	peer->state = SOFTIB_PEER_UP;
 	peer->hs_pending = false;
 	peer->resp_pending = false;
@@ -620,15 +621,20 @@ static bool softib_link_hs_ok(struct softib_link_peer *peer,
 	struct softib_link *link = peer->link;
 	u64 guid = be64_to_cpu(hs->guid);
 
+	/* one log line per peer until a session with it comes up */
 	if (guid == softib_node_guid || be16_to_cpu(hs->node) == softib_node) {
-		pr_warn_ratelimited("link: %pI4 is node %u too: give every node its own node= number\n",
-				    &peer->addr, softib_node);
+		if (!peer->refused_logged)
+			pr_warn("link: %pI4 is node %u too: give every node its own node= number\n",
+				&peer->addr, softib_node);
+		peer->refused_logged = true;
 		return false;
 	}
 	if (be16_to_cpu(hs->ib_mtu) != link->ib_mtu) {
-		pr_warn_ratelimited("link: %pI4 has IB MTU %u, this node %u: give the links the same MTU on every node\n",
-				    &peer->addr, be16_to_cpu(hs->ib_mtu),
-				    link->ib_mtu);
+		if (!peer->refused_logged)
+			pr_warn("link: %pI4 has IB MTU %u, this node %u: give the links the same MTU on every node\n",
+				&peer->addr, be16_to_cpu(hs->ib_mtu),
+				link->ib_mtu);
+		peer->refused_logged = true;
 		return false;
 	}
 	return true;

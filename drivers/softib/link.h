@@ -129,6 +129,7 @@ struct softib_link_peer {
 	spinlock_t lock;		/* everything below */
 	enum softib_link_state state;
 	u32 gen;			/* +1 on every session change */
+	bool refused_logged;		/* its handshake refused, said so */
 	u64 guid;
 	u32 node;
 	u32 ib_mtu;
