@@ -57,6 +57,12 @@ echo_both() {
 	return $rc
 }
 
+# echo_got OK0 N: N more frames than OK0 arrived in order, none bad
+echo_got() {
+	slowwait 10 stat_cmp "$FAB/stats" echo_ok -ge $(($1 + $2))
+	[[ $(fab echo_ok) -eq $(($1 + $2)) && $(fab echo_bad) -eq 0 ]]
+}
+
 cleanup() {
 	tc qdisc del dev "$DEV" root 2>/dev/null || true
 	ip addr del "10.99.0.1$ME/24" dev "$DEV" 2>/dev/null || true
@@ -140,8 +146,7 @@ pair_barrier replay-set
 ((ME == 2)) && { echo "200 512" >"$FAB/echo"; check_err $? "echo under replays"; }
 pair_barrier replay-sent
 if ((ME == 1)); then
-	slowwait 10 stat_cmp "$FAB/stats" echo_ok -ge $((ok0 + 200))
-	[[ $(fab echo_ok) -eq $((ok0 + 200)) && $(fab echo_bad) -eq 0 ]]
+	echo_got "$ok0" 200
 	check_err $? "echo_ok $ok0 -> $(fab echo_ok) (want +200), echo_bad $(fab echo_bad)"
 	[[ $(($(fab rx_dup) + $(fab rx_replay))) -ge $((dup0 + 40)) ]]
 	check_err $? "40 replays, rx_dup+rx_replay $dup0 -> $(($(fab rx_dup) + $(fab rx_replay)))"
@@ -165,8 +170,7 @@ if ((ME == 2)); then
 fi
 pair_barrier forge-sent
 if ((ME == 1)); then
-	slowwait 10 stat_cmp "$FAB/stats" echo_ok -ge $((ok0 + 100))
-	[[ $(fab echo_ok) -eq $((ok0 + 100)) && $(fab echo_bad) -eq 0 ]]
+	echo_got "$ok0" 100
 	check_err $? "echo_ok $ok0 -> $(fab echo_ok) (want +100), echo_bad $(fab echo_bad)"
 	[[ $(fab rx_bad_mac) -eq $((mac0 + 5)) && $(fab rx_stale_session) -eq $((stale0 + 5)) ]]
 	check_err $? "rx_bad_mac $mac0 -> $(fab rx_bad_mac), rx_stale_session $stale0 -> $(fab rx_stale_session)"
