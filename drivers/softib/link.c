@@ -36,6 +36,7 @@
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <crypto/algapi.h>
+#include <net/netfilter/nf_conntrack.h>
 #include <net/udp_tunnel.h>
 #include <net/route.h>
 #include <net/ip.h>
@@ -84,6 +85,10 @@ MODULE_PARM_DESC(link_dead_ms, "A peer heard nothing from for this long is down 
 #define SOFTIB_LINK_RTO_INIT	msecs_to_jiffies(200)
 #define SOFTIB_LINK_IDLE	msecs_to_jiffies(250)
 #define SOFTIB_LINK_HS_RETRY	msecs_to_jiffies(500)
+#define SOFTIB_LINK_HS_RETRY_MAX	msecs_to_jiffies(4000)
+/* a CONFIRM goes again this often until the peer is heard in the session */
+#define SOFTIB_LINK_CONFIRM_EVERY	msecs_to_jiffies(100)
+#define SOFTIB_LINK_CONFIRM_TRIES	20
 #define SOFTIB_LINK_TICK_BUSY	msecs_to_jiffies(10)
 #define SOFTIB_LINK_TICK_IDLE	msecs_to_jiffies(100)
 /* UDP/IP in front of the frame, and what the device itself adds */
@@ -300,13 +305,30 @@ drop:
 	kfree_skb(skb);
 }
 
-static void softib_link_xmit_list(struct softib_link_peer *peer,
-				  struct sk_buff_head *list)
+/*
+ * Send what is waiting in the peer's xmitq, in order. Frames are put
+ * there under the peer's lock as they are numbered, and one context at
+ * a time sends them with the lock dropped: the others only add to the
+ * queue. So DATA frames leave in sequence whoever made them (a send, an
+ * ACK in softirq, the timer), and no reordering of ours costs a NAK.
+ */
+static void softib_link_kick(struct softib_link_peer *peer)
 {
 	struct sk_buff *skb;
 
-	while ((skb = __skb_dequeue(list)))
+	spin_lock_bh(&peer->lock);
+	if (peer->xmitting) {
+		spin_unlock_bh(&peer->lock);
+		return;
+	}
+	peer->xmitting = true;
+	while ((skb = __skb_dequeue(&peer->xmitq))) {
+		spin_unlock_bh(&peer->lock);
 		softib_link_xmit(peer, skb);
+		spin_lock_bh(&peer->lock);
+	}
+	peer->xmitting = false;
+	spin_unlock_bh(&peer->lock);
 }
 
 /* An ACK (or NAK, or probe) built now: they are not kept or resent. */
@@ -386,6 +408,7 @@ static void softib_link_pump(struct softib_link_peer *peer,
 	    !peer->was_zero) {
 		/* the receiver's credits are used up: wait for its ACK */
 		peer->was_zero = true;
+		peer->probe_at = jiffies + peer->rto;
 		softib_link_count(peer->link, SOFTIB_LC_WINDOW_ZERO, 1);
 	}
 }
@@ -442,6 +465,7 @@ static void softib_link_reset(struct softib_link_peer *peer)
 	peer->ack_serial_rx = 0;
 	peer->ack_serial_tx = 0;
 	peer->rcv_nxt = 0;
+	peer->adv_edge = 0;
 	peer->nak_for = 0;
 	peer->ack_due = 0;
 	peer->was_zero = false;
@@ -460,10 +484,12 @@ static void softib_link_down(struct softib_link_peer *peer, const char *why)
 	pr_info("link to %pI4 (node %u) down: %s\n", &peer->addr, peer->node,
 		why);
 	softib_link_reset(peer);
+	kfree_skb(peer->confirm);
+	peer->confirm = NULL;
 	peer->gen++;
-	peer->state = SOFTIB_PEER_DOWN;
+	WRITE_ONCE(peer->state, SOFTIB_PEER_DOWN);
 	peer->hs_pending = false;
-	peer->resp_pending = false;
+	peer->hs_retry = SOFTIB_LINK_HS_RETRY;
 	softib_link_count(peer->link, SOFTIB_LC_PEER_DOWN, 1);
 	wake_up_all(&peer->wait);
 }
@@ -507,15 +533,62 @@ static u32 softib_link_new_session(u32 old)
 	return s;
 }
 
+/*
+ * The responder keeps no state for a HELLO: its nonce is a cookie, a
+ * tag of the HELLO's nonce and GUID under a key of its own and a time
+ * bucket. A CONFIRM proves the answer by echoing the cookie, which the
+ * responder computes again. So no HELLO, repeated, late or replayed,
+ * can overwrite a handshake in progress, and a CONFIRM is good for one
+ * or two buckets (4-8 s) only.
+ */
+#define SOFTIB_LINK_COOKIE_SECS	4
+
+static void softib_link_cookie(struct softib_link *link, const u8 *init_nonce,
+			       u64 guid, u32 bucket, u8 *cookie)
+{
+	struct blake2s_state st;
+	__be64 g = cpu_to_be64(guid);
+	__be32 b = cpu_to_be32(bucket);
+
+	blake2s_init_key(&st, 16, link->cookie_key, sizeof(link->cookie_key));
+	blake2s_update(&st, init_nonce, 16);
+	blake2s_update(&st, (const u8 *)&g, sizeof(g));
+	blake2s_update(&st, (const u8 *)&b, sizeof(b));
+	blake2s_final(&st, cookie);
+}
+
+static u32 softib_link_bucket(void)
+{
+	return (u32)(ktime_get_seconds() / SOFTIB_LINK_COOKIE_SECS);
+}
+
+/* the session id the responder receives on, from its cookie */
+static u32 softib_link_cookie_session(const u8 *cookie)
+{
+	return get_unaligned_be32(cookie) ?: 1;
+}
+
 static void softib_link_hello(struct softib_link_peer *peer,
 			      struct sk_buff_head *out)
 {
 	struct sk_buff *skb;
 
 	lockdep_assert_held(&peer->lock);
+	if (READ_ONCE(peer->link->mtu_short))
+		return;
+	/*
+	 * The answer to the HELLO before this one may still be on its
+	 * way (a long round trip): it stays good, and the retries slow
+	 * down, so that some answer always finds its nonce.
+	 */
+	peer->hs_prev_valid = peer->hs_pending;
+	memcpy(peer->hs_prev_nonce, peer->hs_nonce, sizeof(peer->hs_nonce));
+	peer->hs_prev_session = peer->hs_session;
 	get_random_bytes(peer->hs_nonce, sizeof(peer->hs_nonce));
 	/* the session id we will receive on, if this handshake completes */
 	peer->hs_session = softib_link_new_session(peer->rx_session);
+	if (peer->hs_pending)
+		peer->hs_retry = min(peer->hs_retry * 2, SOFTIB_LINK_HS_RETRY_MAX);
 	peer->hs_pending = true;
 	peer->hs_sent_at = jiffies;
 	skb = softib_link_hs_frame(peer, SOFTIB_LT_HELLO, peer->hs_nonce, NULL,
@@ -524,23 +597,24 @@ static void softib_link_hello(struct softib_link_peer *peer,
 		__skb_queue_tail(out, skb);
 }
 
-/*
- * Time for a HELLO of ours? Not while one is in flight, nor while we
- * wait for the CONFIRM of one we answered: a second handshake racing
- * the first would only replace the session it makes.
- */
+/* Time for a HELLO of ours? Not while one is in flight. */
 static bool softib_link_hello_due(struct softib_link_peer *peer)
 {
-	unsigned long now = jiffies;
-
 	lockdep_assert_held(&peer->lock);
-	if (peer->hs_pending &&
-	    time_before(now, peer->hs_sent_at + SOFTIB_LINK_HS_RETRY))
-		return false;
-	if (peer->resp_pending &&
-	    time_before(now, peer->resp_at + SOFTIB_LINK_HS_RETRY))
-		return false;
-	return true;
+	return !peer->hs_pending ||
+	       time_after_eq(jiffies, peer->hs_sent_at + peer->hs_retry);
+}
+
+/* Has this initiator nonce made a session already (a replayed CONFIRM)? */
+static bool softib_link_nonce_used(struct softib_link_peer *peer,
+				   const u8 *nonce)
+{
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(peer->used_nonces); i++)
+		if (!memcmp(peer->used_nonces[i], nonce, 16))
+			return true;
+	return false;
 }
 
 /* Both ends agreed: the new session replaces any old one. */
@@ -560,6 +634,8 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 			   softib_node_guid, guid);
 	softib_link_derive(link, peer->rx_key, init_nonce, resp_nonce,
 			   guid, softib_node_guid);
+	memcpy(peer->used_nonces[peer->used_next], init_nonce, 16);
+	peer->used_next = (peer->used_next + 1) % ARRAY_SIZE(peer->used_nonces);
 	peer->rx_session = rx_session;
 	peer->tx_session = tx_session;
 	peer->guid = guid;
@@ -567,9 +643,10 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 	peer->ib_mtu = be16_to_cpu(hs->ib_mtu);
 	peer->gen++;
 	peer->refused_logged = false;
-	peer->state = SOFTIB_PEER_UP;
+	WRITE_ONCE(peer->state, SOFTIB_PEER_UP);
 	peer->hs_pending = false;
-	peer->resp_pending = false;
+	peer->hs_prev_valid = false;
+	peer->hs_retry = SOFTIB_LINK_HS_RETRY;
 	peer->last_rx = jiffies;
 	peer->last_tx = jiffies;
 	softib_link_count(link, SOFTIB_LC_HS_DONE, 1);
@@ -577,41 +654,6 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 	pr_info("link to %pI4 up: node %u, GUID %016llx%s\n", &peer->addr,
 		peer->node, guid, was_up ? " (new session)" : "");
 	wake_up_all(&peer->wait);
-}
-
-/* The session we offered in our HELLO_ACK is the peer's now. */
-static void softib_link_confirmed(struct softib_link_peer *peer)
-{
-	lockdep_assert_held(&peer->lock);
-	softib_link_session_up(peer, &peer->resp_hs, peer->resp_peer_nonce,
-			       peer->resp_nonce, peer->resp_session,
-			       peer->resp_peer_session);
-}
-
-/*
- * A frame of the session we offered, before its CONFIRM (lost on the
- * way): if its tag is right under that session's key, the peer has the
- * session, and that confirms it as well as the CONFIRM would.
- */
-static bool softib_link_implicit_confirm(struct softib_link_peer *peer,
-					 const struct softib_link_hdr *h,
-					 struct sk_buff *skb, unsigned int len)
-{
-	u8 key[BLAKE2S_KEY_SIZE], tag[BLAKE2S_128_HASH_SIZE];
-	bool ok;
-
-	lockdep_assert_held(&peer->lock);
-	if (!peer->resp_pending ||
-	    be32_to_cpu(h->session) != peer->resp_session)
-		return false;
-	softib_link_derive(peer->link, key, peer->resp_peer_nonce,
-			   peer->resp_nonce, peer->resp_guid, softib_node_guid);
-	softib_link_mac(key, h, skb, sizeof(*h), len, tag);
-	ok = !crypto_memneq(tag, h->tag, sizeof(tag));
-	memzero_explicit(key, sizeof(key));
-	if (ok)
-		softib_link_confirmed(peer);
-	return ok;
 }
 
 /* May this HELLO's sender be on the fabric with us? */
@@ -640,6 +682,98 @@ static bool softib_link_hs_ok(struct softib_link_peer *peer,
 	return true;
 }
 
+/* HELLO: answer with the cookie; nothing is kept. */
+static void softib_link_rx_hello(struct softib_link_peer *peer,
+				 const struct softib_link_hs *hs,
+				 struct sk_buff_head *out)
+{
+	u8 cookie[16];
+	struct sk_buff *reply;
+
+	/*
+	 * Both ends opened at once: the lower GUID's handshake goes on,
+	 * the higher one answers it (and its own HELLO goes unanswered).
+	 */
+	if (peer->hs_pending && softib_node_guid < be64_to_cpu(hs->guid))
+		return;
+	softib_link_cookie(peer->link, hs->nonce, be64_to_cpu(hs->guid),
+			   softib_link_bucket(), cookie);
+	reply = softib_link_hs_frame(peer, SOFTIB_LT_HELLO_ACK, cookie,
+				     hs->nonce,
+				     softib_link_cookie_session(cookie));
+	if (reply)
+		__skb_queue_tail(out, reply);
+}
+
+/*
+ * HELLO_ACK: the answer to our HELLO now or the one before. The session
+ * is ours from here; the CONFIRM is sent again until the peer's first
+ * frame of the session shows that it has it too.
+ */
+static void softib_link_rx_hello_ack(struct softib_link_peer *peer,
+				     const struct softib_link_hs *hs,
+				     struct sk_buff_head *out)
+{
+	struct softib_link *link = peer->link;
+	u8 init_nonce[16];
+	struct sk_buff *reply;
+	u32 rx_session;
+
+	if (peer->hs_pending &&
+	    !crypto_memneq(hs->echo, peer->hs_nonce, sizeof(hs->echo))) {
+		memcpy(init_nonce, peer->hs_nonce, sizeof(init_nonce));
+		rx_session = peer->hs_session;
+	} else if (peer->hs_pending && peer->hs_prev_valid &&
+		   !crypto_memneq(hs->echo, peer->hs_prev_nonce,
+				  sizeof(hs->echo))) {
+		memcpy(init_nonce, peer->hs_prev_nonce, sizeof(init_nonce));
+		rx_session = peer->hs_prev_session;
+	} else {
+		softib_link_count(link, SOFTIB_LC_HS_STALE, 1);
+		return;
+	}
+	reply = softib_link_hs_frame(peer, SOFTIB_LT_CONFIRM, init_nonce,
+				     hs->nonce, rx_session);
+	softib_link_session_up(peer, hs, init_nonce, hs->nonce, rx_session,
+			       be32_to_cpu(hs->session));
+	if (!reply)
+		return;
+	kfree_skb(peer->confirm);
+	peer->confirm = skb_copy(reply, GFP_ATOMIC);
+	peer->confirm_left = SOFTIB_LINK_CONFIRM_TRIES;
+	peer->confirm_at = jiffies + SOFTIB_LINK_CONFIRM_EVERY;
+	__skb_queue_tail(out, reply);
+}
+
+/* CONFIRM: the echo must be our cookie of its nonce, of now or before. */
+static void softib_link_rx_confirm(struct softib_link_peer *peer,
+				   const struct softib_link_hs *hs)
+{
+	struct softib_link *link = peer->link;
+	u64 guid = be64_to_cpu(hs->guid);
+	u32 bucket = softib_link_bucket();
+	u8 cookie[16];
+	u32 i;
+
+	for (i = 0; i < 2; i++) {
+		softib_link_cookie(link, hs->nonce, guid, bucket - i, cookie);
+		if (!crypto_memneq(cookie, hs->echo, sizeof(cookie)))
+			break;
+	}
+	if (i == 2) {
+		softib_link_count(link, SOFTIB_LC_HS_STALE, 1);
+		return;
+	}
+	/* a CONFIRM sent again, or replayed: that session exists already */
+	if (softib_link_nonce_used(peer, hs->nonce)) {
+		softib_link_count(link, SOFTIB_LC_HS_STALE, 1);
+		return;
+	}
+	softib_link_session_up(peer, hs, hs->nonce, cookie,
+			       softib_link_cookie_session(cookie),
+			       be32_to_cpu(hs->session));
+}
+
 static void softib_link_rx_hs(struct softib_link_peer *peer,
 			      const struct softib_link_hdr *h,
 			      struct sk_buff *skb, unsigned int off,
@@ -647,76 +781,25 @@ static void softib_link_rx_hs(struct softib_link_peer *peer,
 {
 	struct softib_link *link = peer->link;
 	struct softib_link_hs hs;
-	struct sk_buff *reply;
-	u64 guid;
 
 	if (be16_to_cpu(h->len) != sizeof(hs) ||
 	    skb_copy_bits(skb, off, &hs, sizeof(hs))) {
 		softib_link_count(link, SOFTIB_LC_RX_MALFORMED, 1);
 		return;
 	}
-	guid = be64_to_cpu(hs.guid);
 	if (!softib_link_hs_ok(peer, &hs)) {
 		softib_link_count(link, SOFTIB_LC_HS_REFUSED, 1);
 		return;
 	}
-
 	switch (h->type) {
 	case SOFTIB_LT_HELLO:
-		/*
-		 * Both ends opened at once: the lower GUID's handshake
-		 * goes on, the higher one answers it instead.
-		 */
-		if (peer->hs_pending && softib_node_guid < guid)
-			return;
-		peer->hs_pending = false;
-		/*
-		 * Answer with a fresh nonce. A replayed HELLO gets this too,
-		 * harmlessly: only a CONFIRM that echoes it, which needs the
-		 * key, makes a session.
-		 */
-		get_random_bytes(peer->resp_nonce, sizeof(peer->resp_nonce));
-		memcpy(peer->resp_peer_nonce, hs.nonce, sizeof(hs.nonce));
-		peer->resp_session = softib_link_new_session(peer->rx_session);
-		peer->resp_peer_session = be32_to_cpu(hs.session);
-		peer->resp_guid = guid;
-		peer->resp_hs = hs;
-		peer->resp_pending = true;
-		peer->resp_at = jiffies;
-		reply = softib_link_hs_frame(peer, SOFTIB_LT_HELLO_ACK,
-					     peer->resp_nonce, hs.nonce,
-					     peer->resp_session);
-		if (reply)
-			__skb_queue_tail(out, reply);
+		softib_link_rx_hello(peer, &hs, out);
 		break;
 	case SOFTIB_LT_HELLO_ACK:
-		/* only the answer to our HELLO now in flight counts */
-		if (!peer->hs_pending ||
-		    crypto_memneq(hs.echo, peer->hs_nonce, sizeof(hs.echo))) {
-			softib_link_count(link, SOFTIB_LC_HS_STALE, 1);
-			return;
-		}
-		{
-			u8 init_nonce[16];
-
-			memcpy(init_nonce, peer->hs_nonce, sizeof(init_nonce));
-			reply = softib_link_hs_frame(peer, SOFTIB_LT_CONFIRM,
-						     peer->hs_nonce, hs.nonce,
-						     peer->hs_session);
-			softib_link_session_up(peer, &hs, init_nonce, hs.nonce,
-					       peer->hs_session,
-					       be32_to_cpu(hs.session));
-			if (reply)
-				__skb_queue_tail(out, reply);
-		}
+		softib_link_rx_hello_ack(peer, &hs, out);
 		break;
 	case SOFTIB_LT_CONFIRM:
-		if (!peer->resp_pending || guid != peer->resp_guid ||
-		    crypto_memneq(hs.echo, peer->resp_nonce, sizeof(hs.echo))) {
-			softib_link_count(link, SOFTIB_LC_HS_STALE, 1);
-			return;
-		}
-		softib_link_confirmed(peer);
+		softib_link_rx_confirm(peer, &hs);
 		break;
 	}
 }
@@ -808,6 +891,9 @@ static void softib_link_rx_data(struct softib_link_peer *peer,
 		return;
 	}
 	peer->rcv_nxt++;
+	/* it waits for the rx work: nothing of the stack's stays with it */
+	skb_dst_drop(skb);
+	nf_reset_ct(skb);
 	__skb_queue_tail(&peer->rxq, skb);
 	peer->rx_peak = max(peer->rx_peak, skb_queue_len(&peer->rxq));
 	*queued = true;
@@ -835,7 +921,6 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 {
 	struct softib_link_peer *peer;
 	struct softib_link_hdr h;
-	struct sk_buff_head out;
 	u8 tag[BLAKE2S_128_HASH_SIZE];
 	bool queued = false;
 	unsigned int len;
@@ -860,7 +945,6 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 		return false;
 	}
 	softib_link_count(link, SOFTIB_LC_RX_FRAMES, 1);
-	__skb_queue_head_init(&out);
 
 	spin_lock_bh(&peer->lock);
 	if (h.type == SOFTIB_LT_HELLO || h.type == SOFTIB_LT_HELLO_ACK ||
@@ -870,17 +954,16 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 			softib_link_count(link, SOFTIB_LC_HS_BAD_MAC, 1);
 			goto unlock;
 		}
-		softib_link_rx_hs(peer, &h, skb, sizeof(h), &out);
+		softib_link_rx_hs(peer, &h, skb, sizeof(h), &peer->xmitq);
 		goto unlock;
 	}
 
 	/* everything else belongs to a session */
-	softib_link_implicit_confirm(peer, &h, skb, len);
 	if (peer->state != SOFTIB_PEER_UP) {
 		softib_link_count(link, SOFTIB_LC_RX_NO_SESSION, 1);
 		/* the peer thinks it is up with us: make it shake hands */
 		if (softib_link_hello_due(peer))
-			softib_link_hello(peer, &out);
+			softib_link_hello(peer, &peer->xmitq);
 		goto unlock;
 	}
 	if (be32_to_cpu(h.session) != peer->rx_session) {
@@ -894,6 +977,11 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 		goto unlock;
 	}
 	peer->last_rx = jiffies;
+	/* the peer sends in the session: it has our CONFIRM */
+	if (peer->confirm) {
+		kfree_skb(peer->confirm);
+		peer->confirm = NULL;
+	}
 
 	switch (h.type) {
 	case SOFTIB_LT_DATA:
@@ -902,10 +990,10 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 			break;
 		}
 		softib_link_cb(skb)->proto = h.proto;
-		softib_link_rx_data(peer, &h, skb, &out, &queued);
+		softib_link_rx_data(peer, &h, skb, &peer->xmitq, &queued);
 		break;
 	case SOFTIB_LT_ACK:
-		softib_link_rx_ack(peer, &h, &out);
+		softib_link_rx_ack(peer, &h, &peer->xmitq);
 		break;
 	case SOFTIB_LT_CLOSE:
 		softib_link_down(peer, "the peer closed the link");
@@ -915,7 +1003,7 @@ unlock:
 	spin_unlock_bh(&peer->lock);
 	if (queued)
 		queue_work(link->sdev->wq, &peer->rx_work);
-	softib_link_xmit_list(peer, &out);
+	softib_link_kick(peer);
 	return queued;
 }
 
@@ -989,18 +1077,17 @@ static void softib_link_rx_work(struct work_struct *work)
 	struct softib_link_peer *peer =
 		container_of(work, struct softib_link_peer, rx_work);
 	struct softib_link *link = peer->link;
-	struct sk_buff_head out;
 	struct sk_buff *skb;
 
-	__skb_queue_head_init(&out);
 	for (;;) {
 		spin_lock_bh(&peer->lock);
-		if (time_before(jiffies, peer->stall_until)) {
+		if (time_before(jiffies, peer->stall_until) &&
+		    !READ_ONCE(link->closing)) {
 			/* fault/rx_stall_ms: the consumer is slow */
 			if (peer->ack_due)
-				softib_link_queue_ack(peer, 0, &out);
+				softib_link_queue_ack(peer, 0, &peer->xmitq);
 			spin_unlock_bh(&peer->lock);
-			softib_link_xmit_list(peer, &out);
+			softib_link_kick(peer);
 			usleep_range(5000, 10000);
 			continue;
 		}
@@ -1017,10 +1104,10 @@ static void softib_link_rx_work(struct work_struct *work)
 			if ((skb_queue_empty(&peer->rxq) && peer->ack_due) ||
 			    (free > known &&
 			     free - known >= softib_link_rxq / 4))
-				softib_link_queue_ack(peer, 0, &out);
+				softib_link_queue_ack(peer, 0, &peer->xmitq);
 		}
 		spin_unlock_bh(&peer->lock);
-		softib_link_xmit_list(peer, &out);
+		softib_link_kick(peer);
 		if (!skb)
 			break;
 		if (softib_link_cb(skb)->proto == SOFTIB_LP_CTRL)
@@ -1028,7 +1115,7 @@ static void softib_link_rx_work(struct work_struct *work)
 		else
 			softib_link_count(link, SOFTIB_LC_RX_MALFORMED, 1);
 		softib_link_count(link, SOFTIB_LC_RX_DELIVERED, 1);
-		kfree_skb(skb);
+		consume_skb(skb);
 		cond_resched();
 	}
 }
@@ -1039,24 +1126,24 @@ static void softib_link_timer(struct timer_list *t)
 	struct softib_link_peer *peer = from_timer(peer, t, timer);
 	struct softib_link *link = peer->link;
 	unsigned long now = jiffies, next;
-	struct sk_buff_head out;
 
-	__skb_queue_head_init(&out);
 	spin_lock_bh(&peer->lock);
-	if (link->closing) {
+	if (READ_ONCE(link->closing)) {
 		spin_unlock_bh(&peer->lock);
 		return;
 	}
+	if (peer->state == SOFTIB_PEER_UP && READ_ONCE(link->mtu_short))
+		softib_link_down(peer, "the interface's MTU is below the IB MTU's");
 	if (peer->state != SOFTIB_PEER_UP) {
 		if (softib_link_hello_due(peer))
-			softib_link_hello(peer, &out);
+			softib_link_hello(peer, &peer->xmitq);
 		next = SOFTIB_LINK_TICK_IDLE;
 		goto unlock;
 	}
 	if (time_after(now, peer->last_rx +
 		       msecs_to_jiffies(softib_link_dead_ms))) {
 		softib_link_down(peer, "nothing heard within link_dead_ms");
-		softib_link_hello(peer, &out);
+		softib_link_hello(peer, &peer->xmitq);
 		next = SOFTIB_LINK_TICK_IDLE;
 		goto unlock;
 	}
@@ -1066,22 +1153,38 @@ static void softib_link_timer(struct timer_list *t)
 		peer->rto = min(peer->rto * 2, SOFTIB_LINK_RTO_MAX);
 		softib_link_rewind(peer, peer->snd_una);
 		peer->rto_at = now + peer->rto;
-		softib_link_pump(peer, &out);
+		softib_link_pump(peer, &peer->xmitq);
 	} else if (peer->tx_next && peer->snd_una == peer->snd_nxt &&
-		   time_after(now, peer->last_tx + peer->rto)) {
-		/* no credits and nothing in flight: is the window open yet? */
-		softib_link_queue_ack(peer, SOFTIB_LF_PROBE, &out);
+		   time_after(now, peer->probe_at)) {
+		/*
+		 * No credits and nothing in flight: is the window open yet?
+		 * Timed from when it closed, not from our last frame: the
+		 * ACKs we send for the other direction must not hold it.
+		 */
+		softib_link_queue_ack(peer, SOFTIB_LF_PROBE, &peer->xmitq);
+		peer->probe_at = now + peer->rto;
 	} else if (time_after(now, peer->last_tx + SOFTIB_LINK_IDLE)) {
 		/* keepalive: the peer answers, so both know the other lives */
-		softib_link_queue_ack(peer, SOFTIB_LF_PROBE, &out);
+		softib_link_queue_ack(peer, SOFTIB_LF_PROBE, &peer->xmitq);
 	}
 	if (peer->ack_due)
-		softib_link_queue_ack(peer, 0, &out);
-	next = skb_queue_empty(&peer->txq) ? SOFTIB_LINK_TICK_IDLE :
-					     SOFTIB_LINK_TICK_BUSY;
+		softib_link_queue_ack(peer, 0, &peer->xmitq);
+	if (peer->confirm && time_after(now, peer->confirm_at)) {
+		struct sk_buff *copy = skb_copy(peer->confirm, GFP_ATOMIC);
+
+		if (copy)
+			__skb_queue_tail(&peer->xmitq, copy);
+		peer->confirm_at = now + SOFTIB_LINK_CONFIRM_EVERY;
+		if (!--peer->confirm_left) {
+			kfree_skb(peer->confirm);
+			peer->confirm = NULL;
+		}
+	}
+	next = skb_queue_empty(&peer->txq) && !peer->confirm ?
+	       SOFTIB_LINK_TICK_IDLE : SOFTIB_LINK_TICK_BUSY;
 unlock:
 	spin_unlock_bh(&peer->lock);
-	softib_link_xmit_list(peer, &out);
+	softib_link_kick(peer);
 	if (!READ_ONCE(link->closing))
 		mod_timer(&peer->timer, now + next);
 }
@@ -1096,9 +1199,7 @@ static int softib_link_send(struct softib_link_peer *peer, u8 proto,
 {
 	u32 cap = softib_link_queue + (control ? SOFTIB_LINK_RESERVE : 0);
 	struct softib_link_hdr *h;
-	struct sk_buff_head out;
 
-	__skb_queue_head_init(&out);
 	spin_lock_bh(&peer->lock);
 	if (peer->state != SOFTIB_PEER_UP) {
 		spin_unlock_bh(&peer->lock);
@@ -1120,15 +1221,15 @@ static int softib_link_send(struct softib_link_peer *peer, u8 proto,
 	peer->tx_peak = max(peer->tx_peak, skb_queue_len(&peer->txq));
 	if (!peer->tx_next)
 		peer->tx_next = skb;
-	softib_link_pump(peer, &out);
+	softib_link_pump(peer, &peer->xmitq);
 	spin_unlock_bh(&peer->lock);
-	softib_link_xmit_list(peer, &out);
+	softib_link_kick(peer);
 	return 0;
 }
 
 static bool softib_link_room(struct softib_link_peer *peer)
 {
-	return skb_queue_len(&peer->txq) < softib_link_queue ||
+	return skb_queue_len_lockless(&peer->txq) < softib_link_queue ||
 	       READ_ONCE(peer->state) != SOFTIB_PEER_UP;
 }
 
@@ -1253,7 +1354,6 @@ static ssize_t softib_link_fault_write(struct file *file,
 {
 	struct softib_link *link = file_inode(file)->i_private;
 	struct softib_link_peer *peer;
-	struct sk_buff_head out;
 	struct sk_buff *skb;
 	char buf[48], what[24];
 	u32 n, i, k;
@@ -1264,6 +1364,8 @@ static ssize_t softib_link_fault_write(struct file *file,
 		return -EFAULT;
 	buf[len] = 0;
 	if (sscanf(buf, "%23s %u", what, &n) != 2)
+		return -EINVAL;
+	if (!strcmp(what, "stale") && n > 1000)
 		return -EINVAL;
 	if (!strcmp(what, "drop_tx")) {
 		atomic_set(&link->fault_drop_tx, n);
@@ -1285,18 +1387,17 @@ static ssize_t softib_link_fault_write(struct file *file,
 	} else if (!strcmp(what, "stale")) {
 		for (i = 0; i < link->npeers; i++) {
 			peer = &link->peers[i];
-			__skb_queue_head_init(&out);
-			spin_lock_bh(&peer->lock);
+					spin_lock_bh(&peer->lock);
 			for (k = 0; k < n && peer->state == SOFTIB_PEER_UP; k++) {
 				skb = softib_link_ack(peer, SOFTIB_LF_PROBE);
 				if (!skb)
 					break;
 				((struct softib_link_hdr *)skb->data)->session =
 					cpu_to_be32(peer->tx_session ^ 0x80000001);
-				__skb_queue_tail(&out, skb);
+				__skb_queue_tail(&peer->xmitq, skb);
 			}
 			spin_unlock_bh(&peer->lock);
-			softib_link_xmit_list(peer, &out);
+			softib_link_kick(peer);
 		}
 	} else {
 		return -EINVAL;
@@ -1368,17 +1469,11 @@ static u32 softib_link_ib_mtu(u32 dev_mtu)
 	return 0;
 }
 
-static int softib_link_parse_key(u8 *key)
+static int softib_link_parse_key(u8 *key, const char *hex)
 {
-	size_t n = strlen(softib_fabric_key_param);
-	int ret;
-
-	if (n != 2 * BLAKE2S_KEY_SIZE)
+	if (strlen(hex) != 2 * BLAKE2S_KEY_SIZE)
 		return -EINVAL;
-	ret = hex2bin(key, softib_fabric_key_param, BLAKE2S_KEY_SIZE);
-	/* the key is not kept in the parameter's memory */
-	memzero_explicit(softib_fabric_key_param, n);
-	return ret;
+	return hex2bin(key, hex, BLAKE2S_KEY_SIZE);
 }
 
 static int softib_link_parse_peers(struct softib_link *link)
@@ -1407,12 +1502,7 @@ static int softib_link_parse_peers(struct softib_link *link)
 	return link->npeers ? 0 : -EINVAL;
 }
 
-/*
- * Check the link's parameters before anything is made, so that a bad
- * one fails the load with nothing left behind. Returns NULL (no link),
- * a link to start with softib_link_start(), or an ERR_PTR.
- */
-struct softib_link *softib_link_prepare(void)
+static struct softib_link *softib_link_prepare_checked(const char *hex)
 {
 	struct softib_link *link;
 	struct net_device *dev;
@@ -1433,16 +1523,16 @@ struct softib_link *softib_link_prepare(void)
 	if (!softib_link_window || softib_link_window > 4096 ||
 	    softib_link_queue < softib_link_window ||
 	    softib_link_queue > 16384 || softib_link_rxq < 1 ||
-	    softib_link_rxq > 4096 || softib_link_dead_ms < 100 ||
+	    softib_link_rxq > 4096 || softib_link_dead_ms < 1000 ||
 	    softib_link_dead_ms > 600000 || !softib_link_port) {
-		pr_err("link sizes out of range: want 1 <= link_window <= link_queue <= 16384, link_window <= 4096, link_rxq 1..4096, link_dead_ms 100..600000, link_port 1..65535\n");
+		pr_err("link sizes out of range: want 1 <= link_window <= link_queue <= 16384, link_window <= 4096, link_rxq 1..4096, link_dead_ms 1000..600000, link_port 1..65535\n");
 		return ERR_PTR(-EINVAL);
 	}
 
 	link = kzalloc(sizeof(*link), GFP_KERNEL);
 	if (!link)
 		return ERR_PTR(-ENOMEM);
-	if (softib_link_parse_key(link->key)) {
+	if (softib_link_parse_key(link->key, hex)) {
 		pr_err("link=%s needs fabric_key=<64 hex digits>, the same on every node (e.g. from: od -An -tx1 -N32 /dev/urandom | tr -d ' \\n')\n",
 		       softib_link_param);
 		goto err_free;
@@ -1481,6 +1571,29 @@ err_free:
 }
 
 /*
+ * Check the link's parameters before anything is made, so that a bad
+ * one fails the load with nothing left behind. Returns NULL (no link),
+ * a link to start with softib_link_start(), or an ERR_PTR.
+ */
+struct softib_link *softib_link_prepare(void)
+{
+	char hex[2 * BLAKE2S_KEY_SIZE + 2];
+	struct softib_link *link;
+
+	/*
+	 * The key leaves the parameter's memory at once, whatever comes
+	 * next (the module's argument string keeps its copy, which only
+	 * root can read, in /proc/kcore and the like).
+	 */
+	strscpy(hex, softib_fabric_key_param, sizeof(hex));
+	memzero_explicit(softib_fabric_key_param,
+			 strlen(softib_fabric_key_param));
+	link = softib_link_prepare_checked(hex);
+	memzero_explicit(hex, sizeof(hex));
+	return link;
+}
+
+/*
  * The link's interface changed under it: say what that does. The
  * socket stays bound to the ifindex, which the kernel does not reuse;
  * without the interface every send fails (tx_errors) and the peers go
@@ -1491,6 +1604,7 @@ static int softib_link_netdev_event(struct notifier_block *nb,
 {
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
 	struct softib_link *link = container_of(nb, struct softib_link, nb);
+	bool short_now;
 
 	if (dev->ifindex != link->ifindex || !net_eq(dev_net(dev), link->net))
 		return NOTIFY_DONE;
@@ -1500,10 +1614,20 @@ static int softib_link_netdev_event(struct notifier_block *nb,
 			link->ifname);
 		break;
 	case NETDEV_CHANGEMTU:
-		if (dev->mtu < softib_link_mtu_for(link->ib_mtu))
-			pr_warn("link: %s has MTU %u now, below the %u that IB MTU %u needs: IB packets that do not fit are dropped; set it back\n",
+		/*
+		 * Frames are sealed at the old size and sent with DF: they
+		 * would be resent forever. The link stays down until the
+		 * MTU is back (the timer takes the peers down).
+		 */
+		short_now = dev->mtu < softib_link_mtu_for(link->ib_mtu);
+		if (short_now && !READ_ONCE(link->mtu_short))
+			pr_warn("link: %s has MTU %u now, below the %u that IB MTU %u needs: the link is down until the MTU is back\n",
 				dev->name, dev->mtu,
 				softib_link_mtu_for(link->ib_mtu), link->ib_mtu);
+		else if (!short_now && READ_ONCE(link->mtu_short))
+			pr_info("link: %s has MTU %u again: the link comes back\n",
+				dev->name, dev->mtu);
+		WRITE_ONCE(link->mtu_short, short_now);
 		break;
 	}
 	return NOTIFY_DONE;
@@ -1535,12 +1659,16 @@ int softib_link_start(struct softib_dev *sdev, struct softib_link *link)
 
 	link->sdev = sdev;
 	mutex_init(&link->echo_lock);
+	get_random_bytes(link->cookie_key, sizeof(link->cookie_key));
 	for (i = 0; i < link->npeers; i++) {
 		peer = &link->peers[i];
 		peer->link = link;
 		spin_lock_init(&peer->lock);
 		skb_queue_head_init(&peer->txq);
 		skb_queue_head_init(&peer->rxq);
+		skb_queue_head_init(&peer->xmitq);
+		peer->stall_until = jiffies;
+		peer->hs_retry = SOFTIB_LINK_HS_RETRY;
 		INIT_WORK(&peer->rx_work, softib_link_rx_work);
 		init_waitqueue_head(&peer->wait);
 		timer_setup(&peer->timer, softib_link_timer, 0);
@@ -1638,7 +1766,10 @@ void softib_link_stop(struct softib_dev *sdev)
 		cancel_work_sync(&peer->rx_work);
 		spin_lock_bh(&peer->lock);
 		softib_link_reset(peer);
-		peer->state = SOFTIB_PEER_DOWN;
+		__skb_queue_purge(&peer->xmitq);
+		kfree_skb(peer->confirm);
+		peer->confirm = NULL;
+		WRITE_ONCE(peer->state, SOFTIB_PEER_DOWN);
 		spin_unlock_bh(&peer->lock);
 		dst_cache_destroy(&peer->dst_cache);
 	}

@@ -133,18 +133,21 @@ struct softib_link_peer {
 	u64 guid;
 	u32 node;
 	u32 ib_mtu;
-	/* handshake: ours in flight (hs_pending), or one we answered */
+	/* handshake: our HELLO in flight (hs_pending), and the one before */
 	bool hs_pending;
 	u8 hs_nonce[16];
 	u32 hs_session;			/* offered in our HELLO */
-	bool resp_pending;
-	u8 resp_nonce[16];
-	u8 resp_peer_nonce[16];
-	u32 resp_session;		/* what we offered in the HELLO_ACK */
-	u32 resp_peer_session;
-	u64 resp_guid;
-	struct softib_link_hs resp_hs;	/* the HELLO we answered */
-	unsigned long hs_sent_at, resp_at;
+	bool hs_prev_valid;
+	u8 hs_prev_nonce[16];
+	u32 hs_prev_session;
+	unsigned long hs_sent_at, hs_retry;
+	/* our CONFIRM, sent again until the peer is heard in the session */
+	struct sk_buff *confirm;
+	unsigned long confirm_at;
+	u32 confirm_left;
+	/* initiator nonces of the last sessions: a CONFIRM makes one once */
+	u8 used_nonces[4][16];
+	u32 used_next;
 	/* the session */
 	u32 rx_session, tx_session;	/* ours (in frames to us), theirs */
 	u8 tx_key[BLAKE2S_KEY_SIZE];
@@ -161,6 +164,10 @@ struct softib_link_peer {
 	u32 srtt_us, rttvar_us;
 	unsigned long last_tx, last_rx;
 	bool was_zero;
+	unsigned long probe_at;		/* next zero-window probe */
+	/* frames to send, in order; one context at a time sends them */
+	struct sk_buff_head xmitq;
+	bool xmitting;
 	/* receiver */
 	struct sk_buff_head rxq;
 	u32 rcv_nxt;
@@ -190,6 +197,8 @@ struct softib_link {
 	struct socket *sock;
 	struct sock __rcu *sk;		/* what transmits use, NULL at stop */
 	bool closing;
+	bool mtu_short;			/* the interface's MTU is too small now */
+	u8 cookie_key[BLAKE2S_KEY_SIZE];	/* the responder's cookies */
 	u8 key[BLAKE2S_KEY_SIZE];
 	u32 npeers;
 	struct softib_link_peer peers[SOFTIB_LINK_PEERS_MAX];
