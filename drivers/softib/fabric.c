@@ -475,6 +475,23 @@ static void softib_route_mcast(struct softib_pkt *pkt, u16 mlid)
 	}
 }
 
+/*
+ * A multicast datagram from another node: its GRH names the group, whose
+ * MLID is this node's own (each node's SA numbers its groups). It
+ * reaches every QP attached here. Called under rcu_read_lock().
+ */
+static void softib_route_mcast_mgid(struct softib_pkt *pkt)
+{
+	struct softib_mcast *mc;
+
+	list_for_each_entry_rcu(mc, &pkt->sdev->mcast, list) {
+		if (!memcmp(&mc->mgid, &pkt->wqe->av.dgid, sizeof(mc->mgid))) {
+			softib_route_mcast(pkt, mc->mlid);
+			return;
+		}
+	}
+}
+
 /* Route one datagram by DLID and deliver it. */
 void softib_route_pkt(struct softib_pkt *pkt)
 {
@@ -484,7 +501,7 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	struct softib_port *dport;
 	struct softib_qp *dqp;
 	u16 sw_lid;
-	u32 vnode;
+	u32 vnode, node;
 
 	/*
 	 * Subnet management from a port's QP0 to the permissive LID (a
@@ -511,9 +528,22 @@ void softib_route_pkt(struct softib_pkt *pkt)
 		return;
 	}
 
+	/* another node's LID: out on the link to that node (wire.c) */
+	if (!pkt->from_link && softib_wire_lid_node(sdev, dlid, &node)) {
+		softib_wire_send(pkt, node);
+		return;
+	}
+
 	rcu_read_lock();
 	if (dlid >= SOFTIB_MLID_BASE && dlid != SOFTIB_LID_PERMISSIVE) {
-		softib_route_mcast(pkt, dlid);
+		if (pkt->from_link) {
+			softib_route_mcast_mgid(pkt);
+		} else {
+			softib_route_mcast(pkt, dlid);
+			/* and to the other nodes, whose members hear it too */
+			if (sdev->link && pkt->sport)
+				softib_wire_send(pkt, 0);
+		}
 		goto out_unlock;
 	}
 

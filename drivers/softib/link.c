@@ -128,6 +128,10 @@ static const char * const softib_link_cnt_names[SOFTIB_LC_MAX] = {
 	[SOFTIB_LC_PEER_UP] = "peer_up",
 	[SOFTIB_LC_PEER_DOWN] = "peer_down",
 	[SOFTIB_LC_TX_DROPPED_DOWN] = "tx_dropped_down",
+	[SOFTIB_LC_TX_IB] = "tx_ib",
+	[SOFTIB_LC_TX_IB_DROPPED] = "tx_ib_dropped",
+	[SOFTIB_LC_RX_IB] = "rx_ib",
+	[SOFTIB_LC_RX_IB_BAD] = "rx_ib_bad",
 	[SOFTIB_LC_ECHO_OK] = "echo_ok",
 	[SOFTIB_LC_ECHO_BAD] = "echo_bad",
 	[SOFTIB_LC_FAULT_DROPPED] = "fault_dropped",
@@ -137,6 +141,7 @@ static const char * const softib_link_cnt_names[SOFTIB_LC_MAX] = {
 struct softib_link_cb {
 	u32 seq;
 	u8 proto;		/* received DATA: what the payload is */
+	u8 flags;		/* and its header's flags */
 	unsigned long sent_at;	/* jiffies of the first transmission, 0: not yet */
 	bool resent;		/* Karn: no RTT sample from it */
 };
@@ -990,6 +995,7 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 			break;
 		}
 		softib_link_cb(skb)->proto = h.proto;
+		softib_link_cb(skb)->flags = h.flags;
 		softib_link_rx_data(peer, &h, skb, &peer->xmitq, &queued);
 		break;
 	case SOFTIB_LT_ACK:
@@ -1110,10 +1116,16 @@ static void softib_link_rx_work(struct work_struct *work)
 		softib_link_kick(peer);
 		if (!skb)
 			break;
-		if (softib_link_cb(skb)->proto == SOFTIB_LP_CTRL)
+		if (softib_link_cb(skb)->proto == SOFTIB_LP_CTRL) {
 			softib_link_rx_ctrl(peer, skb);
-		else
+		} else if (softib_link_cb(skb)->proto == SOFTIB_LP_IB) {
+			softib_link_count(link, SOFTIB_LC_RX_IB, 1);
+			if (!softib_wire_recv(link->sdev, skb,
+					      softib_link_cb(skb)->flags))
+				softib_link_count(link, SOFTIB_LC_RX_IB_BAD, 1);
+		} else {
 			softib_link_count(link, SOFTIB_LC_RX_MALFORMED, 1);
+		}
 		softib_link_count(link, SOFTIB_LC_RX_DELIVERED, 1);
 		consume_skb(skb);
 		cond_resched();
@@ -1195,7 +1207,7 @@ unlock:
  * link_queue. -ENOTCONN: no session; -EAGAIN: the queue is full.
  */
 static int softib_link_send(struct softib_link_peer *peer, u8 proto,
-			    struct sk_buff *skb, bool control)
+			    u8 flags, struct sk_buff *skb, bool control)
 {
 	u32 cap = softib_link_queue + (control ? SOFTIB_LINK_RESERVE : 0);
 	struct softib_link_hdr *h;
@@ -1213,6 +1225,7 @@ static int softib_link_send(struct softib_link_peer *peer, u8 proto,
 	h = softib_link_push(skb, SOFTIB_LT_DATA, peer->tx_session);
 	h->seq = cpu_to_be32(peer->snd_end);
 	h->proto = proto;
+	h->flags = flags;
 	softib_link_seal(peer->tx_key, skb);
 	softib_link_cb(skb)->seq = peer->snd_end++;
 	softib_link_cb(skb)->sent_at = 0;
@@ -1225,6 +1238,92 @@ static int softib_link_send(struct softib_link_peer *peer, u8 proto,
 	spin_unlock_bh(&peer->lock);
 	softib_link_kick(peer);
 	return 0;
+}
+
+/* A frame for softib_link_send_ib(): "payload" bytes of room. */
+struct sk_buff *softib_link_alloc_frame(unsigned int payload, gfp_t gfp)
+{
+	return softib_link_alloc(payload, gfp);
+}
+
+static struct softib_link_peer *softib_link_peer_of(struct softib_link *link,
+						    u32 node)
+{
+	u32 i;
+
+	for (i = 0; i < link->npeers; i++)
+		if (READ_ONCE(link->peers[i].state) == SOFTIB_PEER_UP &&
+		    READ_ONCE(link->peers[i].node) == node)
+			return &link->peers[i];
+	return NULL;
+}
+
+/* Is node "node" on the link now? */
+bool softib_link_node_up(struct softib_dev *sdev, u32 node)
+{
+	return sdev->link && softib_link_peer_of(sdev->link, node);
+}
+
+void softib_link_count_drop(struct softib_dev *sdev)
+{
+	softib_link_count(sdev->link, SOFTIB_LC_TX_IB_DROPPED, 1);
+}
+
+static void softib_link_send_one(struct softib_link_peer *peer, u8 flags,
+				 struct sk_buff *skb)
+{
+	struct softib_link *link = peer->link;
+
+	if (softib_link_send(peer, SOFTIB_LP_IB, flags, skb, false)) {
+		kfree_skb(skb);
+		softib_link_count(link, SOFTIB_LC_TX_IB_DROPPED, 1);
+		return;
+	}
+	softib_link_count(link, SOFTIB_LC_TX_IB, 1);
+}
+
+/*
+ * An IB packet (wire.c) to node "node", or to every node that is up for
+ * node 0 (multicast). Takes the skb. A node that is not up, or whose
+ * queue is full, loses it, as a switch port that is down or congested
+ * would, counted in tx_ib_dropped.
+ */
+void softib_link_send_ib(struct softib_dev *sdev, u32 node,
+			 struct sk_buff *skb, u8 flags)
+{
+	struct softib_link *link = sdev->link;
+	struct softib_link_peer *peer, *last = NULL;
+	struct sk_buff *copy;
+	u32 i;
+
+	if (node) {
+		peer = softib_link_peer_of(link, node);
+		if (peer) {
+			softib_link_send_one(peer, flags, skb);
+			return;
+		}
+		kfree_skb(skb);
+		softib_link_count(link, SOFTIB_LC_TX_IB_DROPPED, 1);
+		return;
+	}
+	for (i = 0; i < link->npeers; i++) {
+		peer = &link->peers[i];
+		if (READ_ONCE(peer->state) != SOFTIB_PEER_UP)
+			continue;
+		if (last) {
+			copy = skb_copy(skb, GFP_ATOMIC);
+			if (copy)
+				softib_link_send_one(last, flags, copy);
+			else
+				softib_link_count(link,
+						  SOFTIB_LC_TX_IB_DROPPED, 1);
+		}
+		last = peer;
+	}
+	if (last)
+		softib_link_send_one(last, flags, skb);
+	else
+		kfree_skb(skb);
 }
 
 static bool softib_link_room(struct softib_link_peer *peer)
@@ -1279,7 +1378,8 @@ static int softib_link_echo(struct softib_link *link, u32 count, u32 size,
 		for (j = 1 + sizeof(ctr); j < size; j++)
 			p[j] = (u8)(peer->echo_tx * 7 + j);
 		for (;;) {
-			ret = softib_link_send(peer, SOFTIB_LP_CTRL, skb, false);
+			ret = softib_link_send(peer, SOFTIB_LP_CTRL, 0, skb,
+					       false);
 			if (ret != -EAGAIN)
 				break;
 			ret = wait_event_interruptible_timeout(peer->wait,

@@ -51,6 +51,8 @@ enum softib_link_type {
 
 #define SOFTIB_LF_NAK		0x01	/* ACK: resend from "ack" on */
 #define SOFTIB_LF_PROBE		0x02	/* ACK: answer with an ACK now */
+/* IB DATA: the sender asked for IB_SEND_IP_CSUM, still to be filled */
+#define SOFTIB_LF_CSUM		0x04
 
 enum softib_link_proto {
 	SOFTIB_LP_IB = 1,	/* an IB packet (LRH on) */
@@ -110,6 +112,10 @@ enum softib_link_cnt {
 	SOFTIB_LC_PEER_UP,
 	SOFTIB_LC_PEER_DOWN,
 	SOFTIB_LC_TX_DROPPED_DOWN,
+	SOFTIB_LC_TX_IB,
+	SOFTIB_LC_TX_IB_DROPPED,
+	SOFTIB_LC_RX_IB,
+	SOFTIB_LC_RX_IB_BAD,
 	SOFTIB_LC_ECHO_OK,
 	SOFTIB_LC_ECHO_BAD,
 	SOFTIB_LC_FAULT_DROPPED,

@@ -193,12 +193,16 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 		sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
 		sgid.global.interface_id = softib_port_guid(sport->num);
 	}
-	/* a virtual node: a full member of every partition (vnode.c) */
+	/*
+	 * A virtual node, or a port of another node of the link: a full
+	 * member of every partition as far as this SA knows (that node's
+	 * own port enforces its table).
+	 */
 	if (!dport && softib_vnode_gid(&dgid, &vnode))
 		dlid = SOFTIB_VNODE_LID + vnode;
 	else if (dport)
 		dlid = dport->lid;
-	else
+	else if (!softib_wire_gid_lid(sdev, &dgid, &dlid))
 		return SOFTIB_SA_ERR_NO_RECORDS;
 	if (!sport)
 		return SOFTIB_SA_ERR_NO_RECORDS;

@@ -505,6 +505,7 @@ struct softib_pkt {
 	u32 qkey;
 	bool mcast;
 	const union ib_gid *sgid;	/* GRH SGID; NULL: the GID of SLID */
+	bool from_link;			/* from another node (wire.c) */
 };
 
 static inline struct softib_dev *to_sdev(struct ib_device *ibdev)
@@ -907,6 +908,19 @@ int softib_vnode_rc_recv(const struct softib_pkt *pkt, u32 i, u32 dqpn);
 
 /* link.c */
 struct softib_link *softib_link_prepare(void);
+struct sk_buff *softib_link_alloc_frame(unsigned int payload, gfp_t gfp);
+bool softib_link_node_up(struct softib_dev *sdev, u32 node);
+void softib_link_send_ib(struct softib_dev *sdev, u32 node,
+			 struct sk_buff *skb, u8 flags);
+void softib_link_count_drop(struct softib_dev *sdev);
+
+/* wire.c: IB packets between nodes: LRH, GRH, BTH, DETH, ImmDt */
+#define SOFTIB_WIRE_HDR_MAX	72
+bool softib_wire_lid_node(struct softib_dev *sdev, u16 lid, u32 *node);
+bool softib_wire_gid_lid(struct softib_dev *sdev, const union ib_gid *gid,
+			 u16 *lid);
+void softib_wire_send(const struct softib_pkt *pkt, u32 node);
+bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags);
 int softib_link_start(struct softib_dev *sdev, struct softib_link *link);
 void softib_link_stop(struct softib_dev *sdev);
 void softib_link_discard(struct softib_link *link);
