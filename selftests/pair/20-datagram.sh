@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 420
+#
+# IPoIB datagram mode between two kernels on one softib fabric: node 1
+# (6.1) and node 2 (6.12), in-tree ib_ipoib on one and ours on the other
+# in both arrangements. ARP (the broadcast group across the nodes),
+# unicast paths from each node's SA to the other's ports, IPv6 (its
+# solicited-node groups), a P_Key child on both sides and a TCP stream,
+# then the same under netem loss, duplication and reordering on the
+# underlay: every datagram still arrives, because the link is lossless.
+
+source "$(dirname "$0")/../lib.sh"
+
+pair_require
+require_cmd iperf3 ping tc
+modprobe sch_netem || { echo "# SKIP: no sch_netem"; exit $ksft_skip; }
+
+ME=$(pair_node)
+PEER=$(pair_peer)
+DEV=$(pair_dev)
+KEY=5eb1c0ffee0ddba11ab1e5cafe15deadbeef0123456789abcdef0123456789ab
+FAB=$SOFTIB_DBG/fabric
+
+link_up() { grep -q " state up " "$FAB/peers"; }
+fab() { stat_of "$FAB/stats" "$1"; }
+
+cleanup() {
+	tc qdisc del dev "$DEV" root 2>/dev/null || true
+	pkill -x iperf3 2>/dev/null || true
+	unload_ipoib
+	unload_softib
+}
+defer cleanup
+
+ktap_header 13
+
+modprobe ib_cm &&
+	load_softib link="$DEV" node="$ME" link_peers="$(pair_addr "$PEER")" \
+		fabric_key="$KEY" && slowwait 15 link_up &&
+	softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
+ktap_result $? "softib on both nodes, linked" || ktap_finish
+
+# arrangement DRV_NODE1 DRV_NODE2 SUBNET: one driver on each node
+arrangement() {
+	local drv a b ll other tag=$1-$2
+
+	drv=$1
+	((ME == 2)) && drv=$2
+	a=$3.$ME
+	b=$3.$PEER
+	ktap_diag "node 1: $1, node 2: $2"
+
+	RET=0
+	IPOIB=$drv load_ipoib && slowwait 10 test -d /sys/class/net/ib0
+	check_err $? "$drv ib_ipoib: no ib0"
+	ip addr add "$a/24" dev ib0 && ip link set ib0 up &&
+		slowwait 30 ipoib_lower_up "" ib0
+	check_err $? "ib0 has no carrier"
+	log_test "$1 on node 1, $2 on node 2: ib0 up with carrier"
+	pair_barrier "up-$tag"
+
+	RET=0
+	ping -c 3 -i 0.2 -w 15 -W 3 "$b" >/dev/null
+	check_err $? "no ping"
+	if ((RET)); then
+		ktap_diag "$(ip neigh show dev ib0)"
+		ktap_diag "$(grep -E '^(tx_ib|rx_ib|tx_ib_dropped|rx_ib_bad|rx_delivered|tx_frames|rx_frames) ' "$FAB/stats" | tr '\n' ' ')"
+		ktap_diag "$(cat "$SOFTIB_DBG/mcast" 2>&1 | head -n 5)"
+		ktap_diag "$(grep -v ' 0$' "$SOFTIB_DBG/ports/1/counters" | tr '\n' ' ')"
+	fi
+	log_test "$1 <-> $2: IPv4 ping across the nodes (ARP, path records)"
+
+	RET=0
+	ll=$(ip -6 -o addr show dev ib0 scope link | awk '{print $4}' | cut -d/ -f1)
+	pair_put "ll-$tag" "$ll"
+	other=$(pair_get "ll-$tag")
+	[[ -n $other ]] && ping -6 -c 3 -i 0.2 -w 15 -W 3 "$other%ib0" >/dev/null
+	check_err $? "no IPv6 ping to '$other'"
+	log_test "$1 <-> $2: IPv6 link-local ping (solicited-node groups)"
+
+	RET=0
+	echo 0x8001 >/sys/class/net/ib0/create_child &&
+		ip addr add "203.0.113.$ME/24" dev ib0.8001 &&
+		ip link set ib0.8001 up && slowwait 30 ipoib_lower_up "" ib0.8001
+	check_err $? "child 0x8001"
+	pair_barrier "child-$tag"
+	ping -c 3 -i 0.2 -w 15 -W 3 "203.0.113.$PEER" >/dev/null
+	check_err $? "no ping over the children"
+	log_test "$1 <-> $2: P_Key children 0x8001 ping"
+
+	RET=0
+	if ((ME == 2)); then
+		iperf3 -s -1 -B "$a" >/dev/null 2>&1 &
+		slowwait 5 sh -c 'ss -ltn | grep -q :5201'
+	fi
+	pair_barrier "iperf-$tag"
+	if ((ME == 1)); then
+		mbps=$(timeout 40 iperf3 -c "$b" -t 3 -J | python3 -c \
+			'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
+		[[ ${mbps:-0} -gt 0 ]]
+		check_err $? "iperf3 gave '$mbps'"
+		ktap_diag "iperf3 TCP node 1 ($1) -> node 2 ($2): ${mbps:-0} Mbit/s"
+	fi
+	pair_barrier "iperf-done-$tag" 60
+	log_test "$1 -> $2: a TCP stream"
+
+	echo 0x8001 >/sys/class/net/ib0/delete_child
+	unload_ipoib
+	pair_barrier "down-$tag"
+}
+
+arrangement intree ours 192.0.2
+arrangement ours intree 198.51.100
+
+# both arrangements' traffic crossed the link as IB packets, none bad
+RET=0
+[[ $(fab tx_ib) -gt 0 && $(fab rx_ib) -gt 0 && $(fab rx_ib_bad) -eq 0 ]]
+check_err $? "tx_ib $(fab tx_ib), rx_ib $(fab rx_ib), rx_ib_bad $(fab rx_ib_bad)"
+log_test "IB packets both ways on the link, none malformed"
+
+# netem on the underlay: no datagram lost (a flood ping counts them)
+RET=0
+IPOIB=ours load_ipoib && slowwait 10 test -d /sys/class/net/ib0 &&
+	ip addr add "192.0.2.$ME/24" dev ib0 && ip link set ib0 up &&
+	slowwait 30 ipoib_lower_up "" ib0
+check_err $? "ib0 again"
+tc qdisc add dev "$DEV" root netem loss 5% duplicate 2% delay 2ms reorder 25% 50%
+check_err $? "netem"
+pair_barrier netem
+if ((ME == 1)); then
+	out=$(ping -c 300 -i 0.01 -w 60 -W 5 "192.0.2.$PEER" 2>&1)
+	grep -q " 300 received" <<<"$out"
+	check_err $? "lost under netem: $(grep -E 'transmitted|rtt' <<<"$out" | tr '\n' ' ')"
+fi
+pair_barrier netem-done 90
+tc qdisc del dev "$DEV" root
+log_test "300 pings under netem loss 5%, duplicate 2%, reorder 25%: none lost"
+
+pair_barrier done
+ktap_finish
