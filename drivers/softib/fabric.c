@@ -191,8 +191,7 @@ static bool softib_port_passes(struct softib_port *port, struct softib_qp *qp)
 }
 
 /* Index of a matching P_Key in the receiving port's table, or -1. */
-static int softib_pkey_match(struct softib_port *port, u16 pkt_pkey,
-			     int only_index)
+int softib_pkey_match(struct softib_port *port, u16 pkt_pkey, int only_index)
 {
 	int i;
 
@@ -317,6 +316,47 @@ static int softib_recv(const struct softib_pkt *pkt, struct softib_qp *dqp,
 	rq->tail++;
 	softib_cq_add(dqp->rcq, &wc, pkt->wqe->send_flags & IB_SEND_SOLICITED);
 	return ret;
+}
+
+static bool softib_rq_take_from(struct softib_wq *rq, struct softib_port *dport,
+				struct softib_rwqe *copy)
+{
+	struct softib_rwqe *rwqe;
+
+	lockdep_assert_held(&rq->lock);
+	if (!softib_wq_used(rq)) {
+		softib_drop(dport, SOFTIB_DROP_NO_RWQE);
+		return false;
+	}
+	rwqe = softib_wq_entry(rq, rq->tail);
+	copy->wr_id = rwqe->wr_id;
+	copy->num_sge = rwqe->num_sge;
+	memcpy(copy->sge, rwqe->sge, rwqe->num_sge * sizeof(rwqe->sge[0]));
+	softib_wrid_retire(rq, rwqe->wr_id);
+	rq->tail++;
+	return true;
+}
+
+/*
+ * Take the next receive WQE of a QP, from its own RQ or its SRQ, for a
+ * message that comes in several packets (rc_remote.c): the WQE leaves
+ * the ring now, as an HCA takes it at a message's first packet, and a
+ * copy goes to "copy" (room for the queue's max_sge). False, counted,
+ * if there is none. The caller holds dqp->rq.lock.
+ */
+bool softib_rq_take(struct softib_qp *dqp, struct softib_port *dport,
+		    struct softib_rwqe *copy)
+{
+	bool ok;
+
+	lockdep_assert_held(&dqp->rq.lock);
+	if (!dqp->srq)
+		return softib_rq_take_from(&dqp->rq, dport, copy);
+	spin_lock(&dqp->srq->rq.lock);
+	ok = softib_rq_take_from(&dqp->srq->rq, dport, copy);
+	softib_srq_check_limit(dqp->srq);
+	spin_unlock(&dqp->srq->rq.lock);
+	return ok;
 }
 
 /*
@@ -701,6 +741,11 @@ static const u32 softib_rnr_usec[32] = {
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
+u32 softib_rnr_timer_usec(u8 code)
+{
+	return softib_rnr_usec[code & 31];
+}
+
 /*
  * Put one RC SEND into the connected QP. Returns the sender's completion
  * status, or SOFTIB_RNR with *rnr_usec set when the responder has no
@@ -716,7 +761,7 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 	struct softib_qp *dqp;
 	unsigned long flags;
 	int pkey_index;
-	u32 vnode;
+	u32 vnode, node;
 	u8 fault;
 	int ret;
 
@@ -725,6 +770,10 @@ static int softib_send_rc(struct softib_qp *qp, const struct softib_swqe *wqe,
 		return IB_WC_RETRY_EXC_ERR;
 	}
 	pkt.pkey = READ_ONCE(sport->pkeys[READ_ONCE(qp->pkey_index)]);
+
+	/* another node's LID: the message crosses the link (rc_remote.c) */
+	if (qp->rcr && softib_wire_lid_node(qp->sdev, qp->av.dlid, &node))
+		return softib_rcr_send(qp, wqe, pkt.pkey, node, rnr_usec);
 
 	rcu_read_lock();
 	ret = IB_WC_RETRY_EXC_ERR;
@@ -864,6 +913,9 @@ void softib_send_worker(struct work_struct *work)
 				wc.status = softib_send_ud(qp, wqe, &buf);
 			} else {
 				ret = softib_send_rc(qp, wqe, &rnr_usec);
+				/* on another node: its answer runs us again */
+				if (ret == SOFTIB_PENDING)
+					return;
 				if (ret == SOFTIB_RNR && (qp->rnr_retry == 7 ||
 							  qp->rnr_left)) {
 					/* RNR NAK: try the same WQE again later */

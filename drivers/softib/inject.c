@@ -342,10 +342,7 @@ static int softib_inject_send(struct softib_port *port,
 {
 	struct softib_dev *sdev = port->sdev;
 	struct rnd_state rnd;
-	struct {
-		struct softib_swqe wqe;
-		struct ib_sge sge;
-	} w = {};
+	struct softib_swqe_one w = {};
 	struct softib_pkt pkt = {
 		.sdev = sdev,
 		.sport = port,

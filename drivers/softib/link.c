@@ -135,6 +135,20 @@ static const char * const softib_link_cnt_names[SOFTIB_LC_MAX] = {
 	[SOFTIB_LC_ECHO_OK] = "echo_ok",
 	[SOFTIB_LC_ECHO_BAD] = "echo_bad",
 	[SOFTIB_LC_FAULT_DROPPED] = "fault_dropped",
+	[SOFTIB_LC_RC_TX_MSGS] = "rc_tx_msgs",
+	[SOFTIB_LC_RC_RESENT] = "rc_resent",
+	[SOFTIB_LC_RC_RETRY_EXC] = "rc_retry_exceeded",
+	[SOFTIB_LC_RC_BUSY] = "rc_busy",
+	[SOFTIB_LC_RC_TOO_LONG] = "rc_too_long",
+	[SOFTIB_LC_RC_RX_ACKS] = "rc_rx_acks",
+	[SOFTIB_LC_RC_RX_RNR] = "rc_rx_rnr",
+	[SOFTIB_LC_RC_RX_NAKS] = "rc_rx_naks",
+	[SOFTIB_LC_RC_RX_MSGS] = "rc_rx_msgs",
+	[SOFTIB_LC_RC_TX_RNR] = "rc_tx_rnr",
+	[SOFTIB_LC_RC_TX_NAKS] = "rc_tx_naks",
+	[SOFTIB_LC_RC_DUP] = "rc_dup",
+	[SOFTIB_LC_RC_OUT_OF_SEQ] = "rc_out_of_seq",
+	[SOFTIB_LC_RC_NO_QP] = "rc_no_qp",
 };
 
 /* what a frame in txq remembers (skb->cb) */
@@ -209,8 +223,11 @@ static void softib_link_derive(struct softib_link *link, u8 *out,
 	blake2s_final(&st, out);
 }
 
-/* A frame with room for UDP/IP in front: header zeroed, payload after. */
-static struct sk_buff *softib_link_alloc(unsigned int payload, gfp_t gfp)
+/*
+ * A frame with room for UDP/IP and our header in front and "payload"
+ * bytes after (wire.c and rc_remote.c build IB packets in it).
+ */
+struct sk_buff *softib_link_alloc(unsigned int payload, gfp_t gfp)
 {
 	struct sk_buff *skb;
 
@@ -270,22 +287,16 @@ static void softib_link_xmit(struct softib_link_peer *peer,
 
 	rcu_read_lock();
 	sk = rcu_dereference(link->sk);
-	if (!sk) {
-		rcu_read_unlock();
-		goto drop;
-	}
+	if (!sk)
+		goto out_unlock;
 	local_bh_disable();
 	rt = dst_cache_get_ip4(&peer->dst_cache, &saddr);
 	if (!rt) {
 		rt = ip_route_output_ports(link->net, &fl4, NULL, peer->addr, 0,
 					   link->port, link->port, IPPROTO_UDP,
 					   0, link->ifindex);
-		if (IS_ERR(rt)) {
-			local_bh_enable();
-			rcu_read_unlock();
-			softib_link_count(link, SOFTIB_LC_TX_ERRORS, 1);
-			goto drop;
-		}
+		if (IS_ERR(rt))
+			goto out_error;
 		saddr = fl4.saddr;
 		dst_cache_set_ip4(&peer->dst_cache, &rt->dst, saddr);
 	}
@@ -293,10 +304,7 @@ static void softib_link_xmit(struct softib_link_peer *peer,
 			   SOFTIB_LINK_UDPIP);
 	if (err) {
 		ip_rt_put(rt);
-		local_bh_enable();
-		rcu_read_unlock();
-		softib_link_count(link, SOFTIB_LC_TX_ERRORS, 1);
-		goto drop;
+		goto out_error;
 	}
 	softib_link_count(link, SOFTIB_LC_TX_FRAMES, 1);
 	softib_link_count(link, SOFTIB_LC_TX_BYTES, skb->len);
@@ -306,6 +314,12 @@ static void softib_link_xmit(struct softib_link_peer *peer,
 	local_bh_enable();
 	rcu_read_unlock();
 	return;
+
+out_error:
+	local_bh_enable();
+	softib_link_count(link, SOFTIB_LC_TX_ERRORS, 1);
+out_unlock:
+	rcu_read_unlock();
 drop:
 	kfree_skb(skb);
 }
@@ -1202,48 +1216,63 @@ unlock:
 }
 
 /*
- * Queue "skb" (the payload, with headroom from softib_link_alloc) as the
- * next DATA frame to "peer". Control messages may use the reserve above
- * link_queue. -ENOTCONN: no session; -EAGAIN: the queue is full.
+ * Queue the payloads of "list" (each with headroom from
+ * softib_link_alloc()) as the next DATA frames to "peer", all of them or
+ * none: the packets of one RC message go together. Control messages may
+ * use the reserve above link_queue. -ENOTCONN: no session; -EAGAIN: no
+ * room. On an error the list is left as it was.
  */
 static int softib_link_send(struct softib_link_peer *peer, u8 proto,
-			    u8 flags, struct sk_buff *skb, bool control)
+			    u8 flags, struct sk_buff_head *list, bool control)
 {
 	u32 cap = softib_link_queue + (control ? SOFTIB_LINK_RESERVE : 0);
 	struct softib_link_hdr *h;
+	struct sk_buff *skb;
 
 	spin_lock_bh(&peer->lock);
 	if (peer->state != SOFTIB_PEER_UP) {
 		spin_unlock_bh(&peer->lock);
 		return -ENOTCONN;
 	}
-	if (skb_queue_len(&peer->txq) >= cap) {
+	if (skb_queue_len(&peer->txq) + skb_queue_len(list) > cap) {
 		spin_unlock_bh(&peer->lock);
 		softib_link_count(peer->link, SOFTIB_LC_TX_BUSY, 1);
 		return -EAGAIN;
 	}
-	h = softib_link_push(skb, SOFTIB_LT_DATA, peer->tx_session);
-	h->seq = cpu_to_be32(peer->snd_end);
-	h->proto = proto;
-	h->flags = flags;
-	softib_link_seal(peer->tx_key, skb);
-	softib_link_cb(skb)->seq = peer->snd_end++;
-	softib_link_cb(skb)->sent_at = 0;
-	softib_link_cb(skb)->resent = false;
-	__skb_queue_tail(&peer->txq, skb);
+	while ((skb = __skb_dequeue(list))) {
+		h = softib_link_push(skb, SOFTIB_LT_DATA, peer->tx_session);
+		h->seq = cpu_to_be32(peer->snd_end);
+		h->proto = proto;
+		h->flags = flags;
+		softib_link_seal(peer->tx_key, skb);
+		softib_link_cb(skb)->seq = peer->snd_end++;
+		softib_link_cb(skb)->sent_at = 0;
+		softib_link_cb(skb)->resent = false;
+		__skb_queue_tail(&peer->txq, skb);
+		if (!peer->tx_next)
+			peer->tx_next = skb;
+	}
 	peer->tx_peak = max(peer->tx_peak, skb_queue_len(&peer->txq));
-	if (!peer->tx_next)
-		peer->tx_next = skb;
 	softib_link_pump(peer, &peer->xmitq);
 	spin_unlock_bh(&peer->lock);
 	softib_link_kick(peer);
 	return 0;
 }
 
-/* A frame for softib_link_send_ib(): "payload" bytes of room. */
-struct sk_buff *softib_link_alloc_frame(unsigned int payload, gfp_t gfp)
+/* softib_link_send() of one frame; on success the skb is the link's */
+static int softib_link_send_skb(struct softib_link_peer *peer, u8 proto,
+				u8 flags, struct sk_buff *skb, bool control)
 {
-	return softib_link_alloc(payload, gfp);
+	struct sk_buff_head one;
+
+	int ret;
+
+	__skb_queue_head_init(&one);
+	__skb_queue_tail(&one, skb);
+	ret = softib_link_send(peer, proto, flags, &one, control);
+	if (ret)
+		__skb_unlink(skb, &one);
+	return ret;
 }
 
 static struct softib_link_peer *softib_link_peer_of(struct softib_link *link,
@@ -1264,17 +1293,12 @@ bool softib_link_node_up(struct softib_dev *sdev, u32 node)
 	return sdev->link && softib_link_peer_of(sdev->link, node);
 }
 
-void softib_link_count_drop(struct softib_dev *sdev)
-{
-	softib_link_count(sdev->link, SOFTIB_LC_TX_IB_DROPPED, 1);
-}
-
 static void softib_link_send_one(struct softib_link_peer *peer, u8 flags,
 				 struct sk_buff *skb)
 {
 	struct softib_link *link = peer->link;
 
-	if (softib_link_send(peer, SOFTIB_LP_IB, flags, skb, false)) {
+	if (softib_link_send_skb(peer, SOFTIB_LP_IB, flags, skb, false)) {
 		kfree_skb(skb);
 		softib_link_count(link, SOFTIB_LC_TX_IB_DROPPED, 1);
 		return;
@@ -1286,7 +1310,8 @@ static void softib_link_send_one(struct softib_link_peer *peer, u8 flags,
  * An IB packet (wire.c) to node "node", or to every node that is up for
  * node 0 (multicast). Takes the skb. A node that is not up, or whose
  * queue is full, loses it, as a switch port that is down or congested
- * would, counted in tx_ib_dropped.
+ * would, counted in tx_ib_dropped; so is a packet its sender could not
+ * build (skb NULL).
  */
 void softib_link_send_ib(struct softib_dev *sdev, u32 node,
 			 struct sk_buff *skb, u8 flags)
@@ -1296,6 +1321,10 @@ void softib_link_send_ib(struct softib_dev *sdev, u32 node,
 	struct sk_buff *copy;
 	u32 i;
 
+	if (!skb) {
+		softib_link_count(link, SOFTIB_LC_TX_IB_DROPPED, 1);
+		return;
+	}
 	if (node) {
 		peer = softib_link_peer_of(link, node);
 		if (peer) {
@@ -1324,6 +1353,46 @@ void softib_link_send_ib(struct softib_dev *sdev, u32 node,
 		softib_link_send_one(last, flags, skb);
 	else
 		kfree_skb(skb);
+}
+
+/*
+ * The packets of one RC message, or an RC acknowledgment ("control":
+ * it may use the reserve above link_queue, so that a full queue never
+ * loses one), to node "node" (rc_remote.c). All or none of them are
+ * queued: -ENOTCONN if the node is not up, -EAGAIN if its queue has no
+ * room now; then the list is left to the caller.
+ */
+int softib_link_send_ib_list(struct softib_dev *sdev, u32 node,
+			     struct sk_buff_head *list, bool control)
+{
+	struct softib_link *link = sdev->link;
+	struct softib_link_peer *peer = softib_link_peer_of(link, node);
+	u32 n = skb_queue_len(list);
+	int ret;
+
+	if (!peer)
+		return -ENOTCONN;
+	ret = softib_link_send(peer, SOFTIB_LP_IB, 0, list, control);
+	if (!ret)
+		softib_link_count(link, SOFTIB_LC_TX_IB, n);
+	return ret;
+}
+
+/* The IB MTU of the link in bytes: what an RC packet may carry. */
+u32 softib_link_path_mtu(struct softib_dev *sdev)
+{
+	return sdev->link->ib_mtu;
+}
+
+/* The link's frames in its queue to "node" may not exceed this. */
+u32 softib_link_queue_max(void)
+{
+	return softib_link_queue;
+}
+
+void softib_link_stat(struct softib_dev *sdev, enum softib_link_cnt c)
+{
+	softib_link_count(sdev->link, c, 1);
 }
 
 static bool softib_link_room(struct softib_link_peer *peer)
@@ -1378,8 +1447,8 @@ static int softib_link_echo(struct softib_link *link, u32 count, u32 size,
 		for (j = 1 + sizeof(ctr); j < size; j++)
 			p[j] = (u8)(peer->echo_tx * 7 + j);
 		for (;;) {
-			ret = softib_link_send(peer, SOFTIB_LP_CTRL, 0, skb,
-					       false);
+			ret = softib_link_send_skb(peer, SOFTIB_LP_CTRL, 0, skb,
+						   false);
 			if (ret != -EAGAIN)
 				break;
 			ret = wait_event_interruptible_timeout(peer->wait,
@@ -1822,7 +1891,9 @@ err_dst_caches:
 /*
  * Say goodbye to every peer that is up (so that it need not wait out
  * link_dead_ms), then close the socket: after the release no receive
- * hook runs. Timers and rx work go last, with their queues.
+ * hook runs. Timers and rx work go last, with their queues. The link
+ * stays, closed, with every peer down, until softib_link_discard():
+ * the device's teardown still sends into it (and loses what it sends).
  */
 void softib_link_stop(struct softib_dev *sdev)
 {
@@ -1873,11 +1944,9 @@ void softib_link_stop(struct softib_dev *sdev)
 		spin_unlock_bh(&peer->lock);
 		dst_cache_destroy(&peer->dst_cache);
 	}
-	sdev->link = NULL;
-	kfree_sensitive(link);
 }
 
-/* The link's parameters were checked, but it never started. */
+/* Free a link that never started, or has stopped. */
 void softib_link_discard(struct softib_link *link)
 {
 	kfree_sensitive(link);

@@ -119,10 +119,28 @@ enum softib_link_cnt {
 	SOFTIB_LC_ECHO_OK,
 	SOFTIB_LC_ECHO_BAD,
 	SOFTIB_LC_FAULT_DROPPED,
+	/* RC across the link (rc_remote.c) */
+	SOFTIB_LC_RC_TX_MSGS,
+	SOFTIB_LC_RC_RESENT,
+	SOFTIB_LC_RC_RETRY_EXC,
+	SOFTIB_LC_RC_BUSY,
+	SOFTIB_LC_RC_TOO_LONG,
+	SOFTIB_LC_RC_RX_ACKS,
+	SOFTIB_LC_RC_RX_RNR,
+	SOFTIB_LC_RC_RX_NAKS,
+	SOFTIB_LC_RC_RX_MSGS,
+	SOFTIB_LC_RC_TX_RNR,
+	SOFTIB_LC_RC_TX_NAKS,
+	SOFTIB_LC_RC_DUP,
+	SOFTIB_LC_RC_OUT_OF_SEQ,
+	SOFTIB_LC_RC_NO_QP,
 	SOFTIB_LC_MAX
 };
 
 struct softib_link;
+struct softib_dev;
+
+void softib_link_stat(struct softib_dev *sdev, enum softib_link_cnt c);
 
 /*
  * One node at the other end of the link. DATA frames are numbered and

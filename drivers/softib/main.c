@@ -573,8 +573,16 @@ out_link:
 
 static void __exit softib_exit(void)
 {
+	struct softib_link *link = softib_dev->link;
+
+	/*
+	 * The link stops first: nothing comes in from the other nodes while
+	 * the device goes. It is freed last: destroying the ULPs' QPs still
+	 * finds it, closed (an RC message in flight fails, rc_remote.c).
+	 */
 	softib_link_stop(softib_dev);
 	softib_destroy(softib_dev);
+	softib_link_discard(link);
 	softib_vnode_cm_cleanup();
 }
 

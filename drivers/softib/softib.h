@@ -371,6 +371,12 @@ struct softib_swqe {
 	struct ib_sge sge[];
 };
 
+/* a send WQE with one gather entry, built on the stack (wire.c, inject.c) */
+struct softib_swqe_one {
+	struct softib_swqe wqe;
+	struct ib_sge sge;
+};
+
 struct softib_rwqe {
 	u64 wr_id;
 	u32 num_sge;
@@ -378,6 +384,7 @@ struct softib_rwqe {
 };
 
 struct softib_wrids;
+struct softib_rcr;
 
 /* A work queue ring: entries of "stride" bytes, head produces, tail consumes. */
 struct softib_wq {
@@ -436,6 +443,11 @@ struct softib_qp {
 	u8 min_rnr_timer;
 	u8 retry_cnt;
 	u8 timeout;
+	u8 path_mtu;		/* enum ib_mtu */
+	u32 sq_psn;		/* the PSN of the next packet sent */
+	u32 rq_psn;		/* the PSN expected next (under rq.lock) */
+	/* RC to and from other nodes (rc_remote.c); NULL without a link */
+	struct softib_rcr *rcr;
 	/*
 	 * The QP's work items. They are queued only by softib_qp_queue(),
 	 * which refuses once destroy_qp has set "dying" (both under
@@ -494,6 +506,9 @@ struct softib_mcg {
 
 /* A packet in flight: a send WQE plus what the wire would carry. */
 #define SOFTIB_RNR	(-EAGAIN)	/* the responder had no receive WQE */
+#define SOFTIB_PSN_MASK	0xffffff	/* PSNs are 24 bits */
+/* the message is on its way to another node; its answer restarts the engine */
+#define SOFTIB_PENDING	(-EINPROGRESS)
 struct softib_pkt {
 	struct softib_dev *sdev;
 	struct softib_qp *src;		/* NULL when the SA sends */
@@ -708,6 +723,10 @@ void softib_qp_err_work(struct work_struct *work);
 void softib_av_from_attr(struct softib_av *av, const struct rdma_ah_attr *attr);
 void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
+int softib_pkey_match(struct softib_port *port, u16 pkt_pkey, int only_index);
+u32 softib_rnr_timer_usec(u8 code);
+bool softib_rq_take(struct softib_qp *dqp, struct softib_port *dport,
+		    struct softib_rwqe *copy);
 void softib_deliver_smi(const struct softib_pkt *pkt,
 			struct softib_port *dport);
 struct ib_mad *softib_pkt_mad(const struct softib_pkt *pkt);
@@ -908,11 +927,23 @@ int softib_vnode_rc_recv(const struct softib_pkt *pkt, u32 i, u32 dqpn);
 
 /* link.c */
 struct softib_link *softib_link_prepare(void);
-struct sk_buff *softib_link_alloc_frame(unsigned int payload, gfp_t gfp);
+struct sk_buff *softib_link_alloc(unsigned int payload, gfp_t gfp);
 bool softib_link_node_up(struct softib_dev *sdev, u32 node);
 void softib_link_send_ib(struct softib_dev *sdev, u32 node,
 			 struct sk_buff *skb, u8 flags);
-void softib_link_count_drop(struct softib_dev *sdev);
+int softib_link_send_ib_list(struct softib_dev *sdev, u32 node,
+			     struct sk_buff_head *list, bool control);
+u32 softib_link_path_mtu(struct softib_dev *sdev);
+u32 softib_link_queue_max(void);
+
+/* rc_remote.c: RC between nodes */
+int softib_rcr_create(struct softib_qp *qp, u32 max_recv_sge);
+void softib_rcr_reset(struct softib_qp *qp, bool to_err);
+void softib_rcr_destroy(struct softib_qp *qp);
+int softib_rcr_send(struct softib_qp *qp, const struct softib_swqe *wqe,
+		    u16 pkey, u32 node, u32 *rnr_usec);
+bool softib_rcr_recv(struct softib_dev *sdev, struct sk_buff *skb,
+		     unsigned int bth);
 
 /* wire.c: IB packets between nodes: LRH, GRH, BTH, DETH, ImmDt */
 #define SOFTIB_WIRE_HDR_MAX	72

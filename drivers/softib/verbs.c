@@ -606,6 +606,13 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		ret = softib_wrids_init(&qp->rq, sdev, "RQ");
 	if (ret)
 		goto err_free_rq;
+	/* RC to other nodes: a copy of the receive WQE being filled */
+	if (init->qp_type == IB_QPT_RC && sdev->link) {
+		ret = softib_rcr_create(qp, qp->srq ? qp->srq->rq.max_sge :
+						     qp->rq.max_sge);
+		if (ret)
+			goto err_free_rq;
+	}
 	cap->max_send_wr = qp->sq.size;
 	cap->max_send_sge = qp->sq.max_sge;
 	if (!qp->srq) {
@@ -629,13 +636,15 @@ int softib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				      XA_LIMIT(2, 0xfffffe), &sdev->next_qpn,
 				      GFP_KERNEL);
 		if (ret < 0)
-			goto err_free_rq;
+			goto err_free_rcr;
 		ibqp->qp_num = qpn;
 	}
 	softib_wrids_set_qpn(&qp->sq, ibqp->qp_num);
 	softib_wrids_set_qpn(&qp->rq, ibqp->qp_num);
 	return 0;
 
+err_free_rcr:
+	softib_rcr_destroy(qp);
 err_free_rq:
 	softib_wq_free(&qp->rq);
 err_free_sq:
@@ -707,6 +716,12 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_TIMEOUT)
 		qp->timeout = attr->timeout;
+	if (mask & IB_QP_PATH_MTU)
+		qp->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_SQ_PSN)
+		WRITE_ONCE(qp->sq_psn, attr->sq_psn & SOFTIB_PSN_MASK);
+	if (mask & IB_QP_RQ_PSN)
+		qp->rq_psn = attr->rq_psn & SOFTIB_PSN_MASK;
 
 	if (mask & IB_QP_STATE) {
 		qp->state = new;
@@ -725,9 +740,12 @@ int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			qp->rq.tail = qp->rq.head;
 			softib_wrids_clear(&qp->sq);
 			softib_wrids_clear(&qp->rq);
+			softib_rcr_reset(qp, false);
 			break;
 		case IB_QPS_ERR:
 			to_err = cur != IB_QPS_ERR;
+			if (to_err)
+				softib_rcr_reset(qp, true);
 			break;
 		default:
 			break;
@@ -777,6 +795,7 @@ void softib_qp_fail(struct softib_qp *qp, unsigned long events)
 	entered = qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET;
 	if (entered) {
 		qp->state = IB_QPS_ERR;
+		softib_rcr_reset(qp, true);
 		for_each_set_bit(i, &events, SOFTIB_EV_MAX)
 			set_bit(i, &qp->pending_events);
 	}
@@ -819,6 +838,8 @@ int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->min_rnr_timer = qp->min_rnr_timer;
 	attr->retry_cnt = qp->retry_cnt;
 	attr->timeout = qp->timeout;
+	attr->sq_psn = READ_ONCE(qp->sq_psn);
+	attr->rq_psn = READ_ONCE(qp->rq_psn);
 	if (ibqp->qp_type == IB_QPT_RC) {
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
 		rdma_ah_set_dlid(&attr->ah_attr, qp->av.dlid);
@@ -826,7 +847,7 @@ int softib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		rdma_ah_set_port_num(&attr->ah_attr, qp->av.port_num);
 	}
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
-	attr->path_mtu = SOFTIB_MTU;
+	attr->path_mtu = qp->path_mtu ?: SOFTIB_MTU;
 	attr->cap.max_send_wr = qp->sq.size;
 	attr->cap.max_send_sge = qp->sq.max_sge;
 	if (!qp->srq) {
@@ -959,6 +980,8 @@ int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	cancel_work_sync(&qp->err_work);
 	cancel_delayed_work_sync(&qp->send_work);
 	cancel_work_sync(&qp->event_work);
+	/* after the engine: only the engine arms the RC timer */
+	softib_rcr_destroy(qp);
 
 	purged = softib_cq_purge_qp(qp->scq, qp);
 	if (qp->rcq != qp->scq)

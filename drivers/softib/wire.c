@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * softib: datagrams between nodes of a fabric across kernels.
+ * softib: datagrams between nodes of a fabric across kernels, and the
+ * door of every IB packet that comes from another node.
  *
  * A UD datagram (IPoIB's, a MAD of QP1) to another node's LID leaves on
  * the link (link.c) as the IB packet a wire carries: LRH, GRH when the
@@ -113,8 +114,7 @@ static struct sk_buff *softib_wire_build(const struct softib_pkt *pkt,
 	if (imm)
 		h.immediate_data = wqe->imm;
 
-	skb = softib_link_alloc_frame(SOFTIB_WIRE_HDR_MAX + wqe->length,
-				      GFP_ATOMIC);
+	skb = softib_link_alloc(SOFTIB_WIRE_HDR_MAX + wqe->length, GFP_ATOMIC);
 	if (!skb)
 		return NULL;
 	hlen = ib_ud_header_pack(&h, skb->data);
@@ -139,12 +139,8 @@ void softib_wire_send(const struct softib_pkt *pkt, u32 node)
 	if (node == 0 && !pkt->wqe->av.grh)
 		return;
 	skb = softib_wire_build(pkt, pkt->wqe->av.grh || node == 0);
-	if (!skb) {
-		softib_link_count_drop(pkt->sdev);
-		return;
-	}
 	/* the checksum the sender left to the HCA is filled at the far end */
-	if (pkt->wqe->send_flags & IB_SEND_IP_CSUM)
+	if (skb && (pkt->wqe->send_flags & IB_SEND_IP_CSUM))
 		flags |= SOFTIB_LF_CSUM;
 	softib_link_send_ib(pkt->sdev, node, skb, flags);
 }
@@ -155,10 +151,7 @@ void softib_wire_send(const struct softib_pkt *pkt, u32 node)
  */
 bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags)
 {
-	struct {
-		struct softib_swqe wqe;
-		struct ib_sge sge;
-	} w = {};
+	struct softib_swqe_one w = {};
 	struct softib_pkt pkt = {
 		.sdev = sdev,
 		.wqe = &w.wqe,
@@ -169,8 +162,7 @@ bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags)
 	unsigned int hlen;
 	u8 *p;
 
-	if (skb_linearize(skb) || skb->len < IB_LRH_BYTES + IB_BTH_BYTES +
-	    IB_DETH_BYTES)
+	if (skb_linearize(skb) || skb->len < IB_LRH_BYTES + IB_BTH_BYTES)
 		return false;
 	p = skb->data;
 	/*
@@ -181,10 +173,14 @@ bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags)
 		return false;
 	hlen = IB_LRH_BYTES + ((p[1] & 0x3) == IB_LNH_IBA_GLOBAL ?
 			       IB_GRH_BYTES : 0);
-	if (skb->len < hlen + IB_BTH_BYTES + IB_DETH_BYTES ||
-	    (p[0] & 0xf0) != 0 ||
+	if (skb->len < hlen + IB_BTH_BYTES || (p[0] & 0xf0) != 0 ||
 	    (hlen > IB_LRH_BYTES && ((p[IB_LRH_BYTES] >> 4) != 6 ||
-				     p[IB_LRH_BYTES + 6] != SOFTIB_GRH_NEXT_HDR)) ||
+				     p[IB_LRH_BYTES + 6] != SOFTIB_GRH_NEXT_HDR)))
+		return false;
+	/* reliable connected: its requester or responder (rc_remote.c) */
+	if ((p[hlen] & 0xe0) == IB_OPCODE_RC)
+		return softib_rcr_recv(sdev, skb, hlen);
+	if (skb->len < hlen + IB_BTH_BYTES + IB_DETH_BYTES ||
 	    (p[hlen] != IB_OPCODE_UD_SEND_ONLY &&
 	     p[hlen] != IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE) ||
 	    (p[hlen + 1] & 0xf) != 0)
