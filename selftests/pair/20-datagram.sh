@@ -129,8 +129,10 @@ tc qdisc add dev "$DEV" root netem loss 5% duplicate 2% delay 2ms reorder 25% 50
 check_err $? "netem"
 pair_barrier netem
 if ((ME == 1)); then
-	out=$(ping -c 300 -i 0.01 -w 60 -W 5 "192.0.2.$PEER" 2>&1)
-	grep -q " 300 received" <<<"$out"
+	# exactly 300 sent (no -w: a deadline stops at 300 replies and
+	# counts the requests still in flight as lost), each waited for
+	out=$(timeout 90 ping -c 300 -i 0.01 -W 5 "192.0.2.$PEER" 2>&1)
+	grep -q "300 packets transmitted, 300 received" <<<"$out"
 	check_err $? "lost under netem: $(grep -E 'transmitted|rtt' <<<"$out" | tr '\n' ' ')"
 fi
 pair_barrier netem-done 90
