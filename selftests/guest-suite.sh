@@ -15,6 +15,14 @@
 #                                    runs it twice, IPOIB=ours and intree)
 #   # timeout: SEC                   overrides timeout= from selftests/settings
 #   # timeout-long: SEC              the timeout of its long form (LONG=1)
+#   # kernel: SERIES                 when SERIES (6.1 or 6.12) is one of
+#                                    this run's (env SERIES_RUN, from
+#                                    run.sh), runs in its guest only,
+#                                    unless TESTS names it: for tests of
+#                                    the userland around the driver
+#                                    (packages, network managers), which
+#                                    the kernel does not change; the other
+#                                    guest's log says where it ran
 # Exit status of a test: 0 pass, 4 skip, anything else fail.
 # Env TIMEOUT_SCALE=N multiplies every test's timeout (make check-debug).
 #
@@ -73,7 +81,7 @@ default_timeout=${default_timeout:-120}
 # header FILE KEY: the value of the "# KEY: value" line in FILE's header
 # (its first comment block), read in bash: a test run costs no process
 header() {
-	local line re="^# $2: *([a-z0-9]*)"
+	local line re="^# $2: *([a-z0-9.]*)"
 
 	while IFS= read -r line && [[ -z $line || $line == \#* ]]; do
 		[[ $line =~ $re ]] && { echo "${BASH_REMATCH[1]}"; return; }
@@ -100,10 +108,21 @@ else
 		[[ -x $DIR/$SUITE/$f ]] && names+=("${f%.sh}")
 	done
 fi
+# this guest's kernel series (6.1.0-57-amd64: 6.1), for "# kernel:"
+kseries=$(uname -r)
+kseries=${kseries%%-*}
+kseries=${kseries%.*}
+elsewhere=()
 for name in "${names[@]}"; do
 	f=$DIR/$SUITE/$name.sh
 	if [[ ! -x $f ]]; then
 		runs+=("$name missing $f")
+		continue
+	fi
+	k=$(header "$f" kernel)
+	if ((!list_only)) && [[ -n $k && -z $TESTS && $k != "$kseries" &&
+	      " ${SERIES_RUN:-} " == *" $k "* ]]; then
+		elsewhere+=("$name ($k)")
 		continue
 	fi
 	case $(header "$f" ipoib) in
@@ -213,6 +232,8 @@ if ((kmemleak)); then
 fi
 
 echo "TAP version 13"
+((${#elsewhere[@]} == 0)) ||
+	echo "# in the other series' guest only (# kernel:): ${elsewhere[*]}"
 echo "1..$((${#runs[@]} + kmemleak))"
 n=0 pass=0 fail=0 skip=0
 out=$(mktemp)

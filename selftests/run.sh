@@ -234,6 +234,7 @@ run_series() {
 				-- env KO_DIR="$ROOT/$b/ko" EXPECT_ABI="$abi" TESTS="$TESTS" \
 				DRIVERS="$DRIVERS" REPEAT="$REPEAT" LONG="$LONG" \
 				TIMEOUT_SCALE="$TIMEOUT_SCALE" PART="$k/$n" \
+				SERIES_RUN="$series_run" \
 				SOFTIB_PARAMS="$softib_params" "${bench_env[@]}" \
 				"$guest_cmd" || rc=$?
 			echo "$rc" >"$res.rc"
@@ -370,6 +371,9 @@ fi
 # other with live output.
 logs=()
 mkdir -p .build
+# every series of this run: a "# kernel:" test runs in its own series'
+# guest only when that series is one of them (guest-suite.sh)
+series_run="$*"
 for series in "$@"; do
 	log=.build/series-$series.log
 	logs+=("$log")

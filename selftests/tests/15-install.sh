@@ -3,6 +3,7 @@
 # ipoib: none
 # timeout: 900
 # timeout-long: 1500
+# kernel: 6.1
 #
 # Installing as a site does: "make dkms-install" from a copy of the tree
 # and the Debian packages ipoib-ng-dkms and softib-dkms (dpkg -i / dpkg

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 240
+# kernel: 6.12
 #
 # systemd-networkd (bookworm's 252) configures P_Key children as an admin
 # writes them: a .netdev of Kind=ipoib per child, named from the parent's

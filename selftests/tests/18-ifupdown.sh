@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 180
+# kernel: 6.12
 #
 # ifupdown (bookworm's 0.8.41) with /etc/network/interfaces stanzas for a
 # parent and a P_Key child, as an admin writes them. For a dotted name on

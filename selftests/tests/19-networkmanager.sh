@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: both
 # timeout: 240
+# kernel: 6.12
 #
 # NetworkManager (bookworm's 1.42) configures IPoIB as an admin asks it
 # with nmcli: an infiniband connection for the parent and one with
