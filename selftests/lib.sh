@@ -1029,6 +1029,25 @@ pair_addr() { echo "10.99.0.$1"; }
 # pair_dev: this node's fabric NIC
 pair_dev() { echo "${IPOIB_NG_FABDEV:-fab0}"; }
 
+# the pair tests' fabric key (a test value, not a secret)
+PAIR_KEY=5eb1c0ffee0ddba11ab1e5cafe15deadbeef0123456789abcdef0123456789ab
+
+# pair_link_load [KEY [PARAM...]]: softib on this node, linked to the
+# other one under KEY (default PAIR_KEY)
+pair_link_load() {
+	local key=${1:-$PAIR_KEY}
+
+	shift $(($# ? 1 : 0))
+	load_softib link="$(pair_dev)" node="$(pair_node)" \
+		link_peers="$(pair_addr "$(pair_peer)")" fabric_key="$key" "$@"
+}
+
+# pair_link_up: this node's link to the other is up
+pair_link_up() { grep -q " state up " "$SOFTIB_DBG/fabric/peers"; }
+
+# pair_fab NAME: a counter of the link (debugfs fabric/stats)
+pair_fab() { stat_of "$SOFTIB_DBG/fabric/stats" "$1"; }
+
 # __pair_check NAME: in a guest of a pair, and NAME is a barrier's or
 # key's name
 __pair_check() {
@@ -1077,6 +1096,28 @@ pair_barrier() {
 	f=b.${PAIR_SCOPE:-none}.$name.${__pair_seen[$name]}
 	: >"$IPOIB_NG_FABSYNC/$f.$IPOIB_NG_NODE" || return 1
 	__pair_wait "$f.$((3 - IPOIB_NG_NODE))" "$sec" "barrier $name"
+}
+
+# pair_tcp_stream TAG ADDR: a 3 s iperf3 TCP stream from node 1 to node
+# 2's address ADDR (node 2 serves it); both nodes call it. Node 1 prints
+# the Mbit/s received and fails if there were none (or no run); either
+# fails when the other node does not come to its barriers.
+pair_tcp_stream() {
+	local tag=$1 addr=$2 mbps rc=0
+
+	if ((IPOIB_NG_NODE == 2)); then
+		iperf3 -s -1 -B "$addr" >/dev/null 2>&1 &
+		slowwait 5 sh -c 'ss -ltn | grep -q :5201'
+	fi
+	pair_barrier "iperf-$tag" || return 1
+	if ((IPOIB_NG_NODE == 1)); then
+		mbps=$(timeout 40 iperf3 -c "$addr" -t 3 -J | python3 -c \
+			'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
+		echo "${mbps:-none}"
+		[[ ${mbps:-0} -gt 0 ]] || rc=1
+	fi
+	pair_barrier "iperf-done-$tag" 60 || rc=1
+	return $rc
 }
 
 # pair_put KEY VALUE: publish VALUE under KEY for the other node (written

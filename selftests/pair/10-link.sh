@@ -19,19 +19,10 @@ modprobe sch_netem || { echo "# SKIP: no sch_netem"; exit $ksft_skip; }
 ME=$(pair_node)
 PEER=$(pair_peer)
 DEV=$(pair_dev)
-KEY=5eb1c0ffee0ddba11ab1e5cafe15deadbeef0123456789abcdef0123456789ab
 BADKEY=0000000000000000000000000000000000000000000000000000000000000001
 FAB=$SOFTIB_DBG/fabric
 
-# link_load [KEY]: softib on this node, linked to the other one
-link_load() {
-	load_softib link="$DEV" node="$ME" link_peers="$(pair_addr "$PEER")" \
-		fabric_key="${1:-$KEY}"
-}
-
-link_up() { grep -q " state up " "$FAB/peers"; }
 link_down() { grep -q " state down " "$FAB/peers"; }
-fab() { stat_of "$FAB/stats" "$1"; }
 
 # echo_both COUNT SIZE...: each node sends COUNT frames of each SIZE to
 # the other at the same time; both check that all arrived intact and in
@@ -40,8 +31,8 @@ echo_both() {
 	local count=$1 ok0 bad0 s total=0 rc=0
 
 	shift
-	ok0=$(fab echo_ok)
-	bad0=$(fab echo_bad)
+	ok0=$(pair_fab echo_ok)
+	bad0=$(pair_fab echo_bad)
 	pair_barrier echo-start || return 1
 	for s in "$@"; do
 		echo "$count $s" >"$FAB/echo" || { rc=1; echo "# echo $count $s: failed" >&2; }
@@ -49,8 +40,8 @@ echo_both() {
 	done
 	pair_barrier echo-sent 120 || return 1
 	slowwait 20 stat_cmp "$FAB/stats" echo_ok -ge $((ok0 + total)) || rc=1
-	[[ $(fab echo_ok) -eq $((ok0 + total)) && $(fab echo_bad) -eq $bad0 ]] || {
-		echo "# echo_ok $ok0 -> $(fab echo_ok) (want +$total), echo_bad $bad0 -> $(fab echo_bad)" >&2
+	[[ $(pair_fab echo_ok) -eq $((ok0 + total)) && $(pair_fab echo_bad) -eq $bad0 ]] || {
+		echo "# echo_ok $ok0 -> $(pair_fab echo_ok) (want +$total), echo_bad $bad0 -> $(pair_fab echo_bad)" >&2
 		rc=1
 	}
 	pair_barrier echo-checked || return 1
@@ -60,7 +51,7 @@ echo_both() {
 # echo_got OK0 N: N more frames than OK0 arrived in order, none bad
 echo_got() {
 	slowwait 10 stat_cmp "$FAB/stats" echo_ok -ge $(($1 + $2))
-	[[ $(fab echo_ok) -eq $(($1 + $2)) && $(fab echo_bad) -eq 0 ]]
+	[[ $(pair_fab echo_ok) -eq $(($1 + $2)) && $(pair_fab echo_bad) -eq 0 ]]
 }
 
 cleanup() {
@@ -72,7 +63,7 @@ defer cleanup
 
 ktap_header 10
 
-link_load && slowwait 15 link_up
+pair_link_load && slowwait 15 pair_link_up
 ktap_result $? "both nodes load softib with the link; it comes up" || ktap_finish
 
 RET=0
@@ -98,48 +89,48 @@ echo_both 500 64 1500 4096 8000
 ktap_result $? "2000 frames each way at once, 64 to 8000 bytes, intact and in order"
 
 RET=0
-rt0=$(fab retransmits)
-dup0=$(($(fab rx_dup) + $(fab rx_ooo)))
+rt0=$(pair_fab retransmits)
+dup0=$(($(pair_fab rx_dup) + $(pair_fab rx_ooo)))
 tc qdisc add dev "$DEV" root netem loss 5% duplicate 2% delay 2ms reorder 25% 50%
 check_err $? "netem"
 echo_both 500 64 1500 4096 8000
 check_err $? "frames lost, damaged or out of order under netem"
 tc qdisc del dev "$DEV" root
-[[ $(fab retransmits) -gt $rt0 && $(($(fab rx_dup) + $(fab rx_ooo))) -gt $dup0 ]]
-check_err $? "netem did nothing: retransmits $rt0 -> $(fab retransmits), rx_dup+rx_ooo $dup0 -> $(($(fab rx_dup) + $(fab rx_ooo)))"
-link_up
+[[ $(pair_fab retransmits) -gt $rt0 && $(($(pair_fab rx_dup) + $(pair_fab rx_ooo))) -gt $dup0 ]]
+check_err $? "netem did nothing: retransmits $rt0 -> $(pair_fab retransmits), rx_dup+rx_ooo $dup0 -> $(($(pair_fab rx_dup) + $(pair_fab rx_ooo)))"
+pair_link_up
 check_err $? "the link went down under netem"
 log_test "netem loss 5%, duplicate 2%, reorder 25%: all delivered, in order"
 
 # node 2 stops delivering for a second; node 1 sends more than its
 # credits: the sender waits (window_zero), the receiver drops nothing
 RET=0
-wz0=$(fab window_zero)
-over0=$(fab rx_over_window)
+wz0=$(pair_fab window_zero)
+over0=$(pair_fab rx_over_window)
 ((ME == 2)) && echo "rx_stall_ms 1500" >"$FAB/fault"
 pair_barrier stalled
 if ((ME == 1)); then
 	echo "1000 1000" >"$FAB/echo"
 	check_err $? "echo to a stalled receiver failed"
-	[[ $(fab window_zero) -gt $wz0 ]]
+	[[ $(pair_fab window_zero) -gt $wz0 ]]
 	check_err $? "the sender never ran out of credits"
 	tp=$(sed -n 's/.* tx_peak \([0-9]*\) .*/\1/p' "$FAB/peers")
 	[[ $tp -le 512 ]]
 	check_err $? "tx_peak $tp over link_queue 512"
 else
-	slowwait 30 stat_cmp "$FAB/stats" echo_ok -ge $(($(fab echo_ok) + 1000))
+	slowwait 30 stat_cmp "$FAB/stats" echo_ok -ge $(($(pair_fab echo_ok) + 1000))
 	check_err $? "the stalled receiver did not get all 1000 frames"
 	rp=$(sed -n 's/.* rx_peak \([0-9]*\) .*/\1/p' "$FAB/peers")
-	[[ $rp -le 256 && $(fab rx_over_window) -eq $over0 && $(fab echo_bad) -eq 0 ]]
-	check_err $? "rx_peak $rp (cap 256), rx_over_window $over0 -> $(fab rx_over_window), echo_bad $(fab echo_bad)"
+	[[ $rp -le 256 && $(pair_fab rx_over_window) -eq $over0 && $(pair_fab echo_bad) -eq 0 ]]
+	check_err $? "rx_peak $rp (cap 256), rx_over_window $over0 -> $(pair_fab rx_over_window), echo_bad $(pair_fab echo_bad)"
 fi
 pair_barrier stall-checked
 log_test "a stalled receiver: the sender waits for credits, nothing dropped"
 
 # node 1 receives each of the next 40 frames twice while node 2 sends
 RET=0
-dup0=$(($(fab rx_dup) + $(fab rx_replay)))
-ok0=$(fab echo_ok)
+dup0=$(($(pair_fab rx_dup) + $(pair_fab rx_replay)))
+ok0=$(pair_fab echo_ok)
 pair_barrier replay-base
 ((ME == 1)) && echo "replay 40" >"$FAB/fault"
 pair_barrier replay-set
@@ -147,11 +138,11 @@ pair_barrier replay-set
 pair_barrier replay-sent
 if ((ME == 1)); then
 	echo_got "$ok0" 200
-	check_err $? "echo_ok $ok0 -> $(fab echo_ok) (want +200), echo_bad $(fab echo_bad)"
-	[[ $(($(fab rx_dup) + $(fab rx_replay))) -ge $((dup0 + 40)) ]]
-	check_err $? "40 replays, rx_dup+rx_replay $dup0 -> $(($(fab rx_dup) + $(fab rx_replay)))"
+	check_err $? "echo_ok $ok0 -> $(pair_fab echo_ok) (want +200), echo_bad $(pair_fab echo_bad)"
+	[[ $(($(pair_fab rx_dup) + $(pair_fab rx_replay))) -ge $((dup0 + 40)) ]]
+	check_err $? "40 replays, rx_dup+rx_replay $dup0 -> $(($(pair_fab rx_dup) + $(pair_fab rx_replay)))"
 fi
-link_up
+pair_link_up
 check_err $? "the link went down"
 pair_barrier replay-checked
 log_test "replayed frames are dropped and counted, never delivered twice"
@@ -159,9 +150,9 @@ log_test "replayed frames are dropped and counted, never delivered twice"
 # node 2 sends 5 probes with a stale session id, then 5 frames with a
 # broken tag (they would take the broken tags too in the other order)
 RET=0
-mac0=$(fab rx_bad_mac)
-stale0=$(fab rx_stale_session)
-ok0=$(fab echo_ok)
+mac0=$(pair_fab rx_bad_mac)
+stale0=$(pair_fab rx_stale_session)
+ok0=$(pair_fab echo_ok)
 pair_barrier forge-base
 if ((ME == 2)); then
 	echo "stale 5" >"$FAB/fault" && echo "bad_mac 5" >"$FAB/fault" &&
@@ -171,11 +162,11 @@ fi
 pair_barrier forge-sent
 if ((ME == 1)); then
 	echo_got "$ok0" 100
-	check_err $? "echo_ok $ok0 -> $(fab echo_ok) (want +100), echo_bad $(fab echo_bad)"
-	[[ $(fab rx_bad_mac) -eq $((mac0 + 5)) && $(fab rx_stale_session) -eq $((stale0 + 5)) ]]
-	check_err $? "rx_bad_mac $mac0 -> $(fab rx_bad_mac), rx_stale_session $stale0 -> $(fab rx_stale_session)"
+	check_err $? "echo_ok $ok0 -> $(pair_fab echo_ok) (want +100), echo_bad $(pair_fab echo_bad)"
+	[[ $(pair_fab rx_bad_mac) -eq $((mac0 + 5)) && $(pair_fab rx_stale_session) -eq $((stale0 + 5)) ]]
+	check_err $? "rx_bad_mac $mac0 -> $(pair_fab rx_bad_mac), rx_stale_session $stale0 -> $(pair_fab rx_stale_session)"
 fi
-link_up
+pair_link_up
 check_err $? "the link went down"
 pair_barrier forge-checked
 log_test "frames of a stale session or with a broken tag: dropped and counted"
@@ -183,8 +174,8 @@ log_test "frames of a stale session or with a broken tag: dropped and counted"
 # frames from an address off the fabric, and a HELLO under a wrong key
 # from the peer's own address: counted, nothing else
 RET=0
-unk0=$(fab rx_unknown_src)
-hs0=$(fab hs_bad_mac)
+unk0=$(pair_fab rx_unknown_src)
+hs0=$(pair_fab hs_bad_mac)
 pair_barrier offfab
 if ((ME == 2)); then
 	ip addr add "10.99.0.12/24" dev "$DEV" &&
@@ -209,11 +200,11 @@ fi
 pair_barrier offfab-sent
 if ((ME == 1)); then
 	slowwait 5 stat_cmp "$FAB/stats" rx_unknown_src -ge $((unk0 + 5))
-	check_err $? "rx_unknown_src $unk0 -> $(fab rx_unknown_src)"
+	check_err $? "rx_unknown_src $unk0 -> $(pair_fab rx_unknown_src)"
 	slowwait 5 stat_cmp "$FAB/stats" hs_bad_mac -ge $((hs0 + 5))
-	check_err $? "hs_bad_mac $hs0 -> $(fab hs_bad_mac)"
+	check_err $? "hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
 fi
-link_up
+pair_link_up
 check_err $? "forged frames took the link down"
 pair_barrier offfab-checked
 log_test "frames from off the fabric and a HELLO under another key: counted"
@@ -221,11 +212,11 @@ log_test "frames from off the fabric and a HELLO under another key: counted"
 # node 2 comes back with the wrong key: node 1 sees it go (CLOSE) and
 # refuses its handshakes; with the right key it is up again
 RET=0
-down0=$(fab peer_down)
-hs0=$(fab hs_bad_mac)
+down0=$(pair_fab peer_down)
+hs0=$(pair_fab hs_bad_mac)
 pair_barrier rekey
 if ((ME == 2)); then
-	unload_softib && link_load "$BADKEY"
+	unload_softib && pair_link_load "$BADKEY"
 	check_err $? "reload with another key"
 	sleep 3
 	link_down
@@ -233,17 +224,17 @@ if ((ME == 2)); then
 fi
 pair_barrier badkey 60
 if ((ME == 1)); then
-	[[ $(fab peer_down) -gt $down0 && $(fab hs_bad_mac) -gt $hs0 ]]
-	check_err $? "peer_down $down0 -> $(fab peer_down), hs_bad_mac $hs0 -> $(fab hs_bad_mac)"
+	[[ $(pair_fab peer_down) -gt $down0 && $(pair_fab hs_bad_mac) -gt $hs0 ]]
+	check_err $? "peer_down $down0 -> $(pair_fab peer_down), hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
 	link_down
 	check_err $? "node 1 still up with node 2"
 fi
 pair_barrier badkey-checked
 if ((ME == 2)); then
-	unload_softib && link_load
+	unload_softib && pair_link_load
 	check_err $? "reload with the fabric key"
 fi
-slowwait 15 link_up
+slowwait 15 pair_link_up
 check_err $? "no link after the reload with the right key"
 pair_barrier rekeyed
 log_test "a node under another key is kept out; with the fabric key it is back"
@@ -257,7 +248,7 @@ slowwait 5 link_down
 check_err $? "not down 5 s into the blackhole"
 pair_barrier blackholed 30
 ((ME == 1)) && echo "blackhole 0" >"$FAB/fault"
-slowwait 10 link_up
+slowwait 10 pair_link_up
 check_err $? "not up 10 s after the blackhole"
 echo_both 100 1000
 check_err $? "echo after the blackhole"

@@ -19,11 +19,8 @@ modprobe sch_netem || { echo "# SKIP: no sch_netem"; exit $ksft_skip; }
 ME=$(pair_node)
 PEER=$(pair_peer)
 DEV=$(pair_dev)
-KEY=5eb1c0ffee0ddba11ab1e5cafe15deadbeef0123456789abcdef0123456789ab
 FAB=$SOFTIB_DBG/fabric
 
-link_up() { grep -q " state up " "$FAB/peers"; }
-fab() { stat_of "$FAB/stats" "$1"; }
 
 cleanup() {
 	tc qdisc del dev "$DEV" root 2>/dev/null || true
@@ -36,14 +33,13 @@ defer cleanup
 ktap_header 13
 
 modprobe ib_cm &&
-	load_softib link="$DEV" node="$ME" link_peers="$(pair_addr "$PEER")" \
-		fabric_key="$KEY" && slowwait 15 link_up &&
+	pair_link_load && slowwait 15 pair_link_up &&
 	softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
 ktap_result $? "softib on both nodes, linked" || ktap_finish
 
 # arrangement DRV_NODE1 DRV_NODE2 SUBNET: one driver on each node
 arrangement() {
-	local drv a b ll other tag=$1-$2
+	local drv a b ll other mbps tag=$1-$2
 
 	drv=$1
 	((ME == 2)) && drv=$2
@@ -90,19 +86,9 @@ arrangement() {
 	log_test "$1 <-> $2: P_Key children 0x8001 ping"
 
 	RET=0
-	if ((ME == 2)); then
-		iperf3 -s -1 -B "$a" >/dev/null 2>&1 &
-		slowwait 5 sh -c 'ss -ltn | grep -q :5201'
-	fi
-	pair_barrier "iperf-$tag"
-	if ((ME == 1)); then
-		mbps=$(timeout 40 iperf3 -c "$b" -t 3 -J | python3 -c \
-			'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
-		[[ ${mbps:-0} -gt 0 ]]
-		check_err $? "iperf3 gave '$mbps'"
-		ktap_diag "iperf3 TCP node 1 ($1) -> node 2 ($2): ${mbps:-0} Mbit/s"
-	fi
-	pair_barrier "iperf-done-$tag" 60
+	mbps=$(pair_tcp_stream "$tag" "$3.2")
+	check_err $? "iperf3 gave '$mbps'"
+	((ME == 1)) && ktap_diag "iperf3 TCP node 1 ($1) -> node 2 ($2): $mbps Mbit/s"
 	log_test "$1 -> $2: a TCP stream"
 
 	echo 0x8001 >/sys/class/net/ib0/delete_child
@@ -115,8 +101,8 @@ arrangement ours intree 198.51.100
 
 # both arrangements' traffic crossed the link as IB packets, none bad
 RET=0
-[[ $(fab tx_ib) -gt 0 && $(fab rx_ib) -gt 0 && $(fab rx_ib_bad) -eq 0 ]]
-check_err $? "tx_ib $(fab tx_ib), rx_ib $(fab rx_ib), rx_ib_bad $(fab rx_ib_bad)"
+[[ $(pair_fab tx_ib) -gt 0 && $(pair_fab rx_ib) -gt 0 && $(pair_fab rx_ib_bad) -eq 0 ]]
+check_err $? "tx_ib $(pair_fab tx_ib), rx_ib $(pair_fab rx_ib), rx_ib_bad $(pair_fab rx_ib_bad)"
 log_test "IB packets both ways on the link, none malformed"
 
 # netem on the underlay: no datagram lost (a flood ping counts them)

@@ -23,12 +23,9 @@ modprobe sch_netem || { echo "# SKIP: no sch_netem"; exit $ksft_skip; }
 ME=$(pair_node)
 PEER=$(pair_peer)
 DEV=$(pair_dev)
-KEY=5eb1c0ffee0ddba11ab1e5cafe15deadbeef0123456789abcdef0123456789ab
 FAB=$SOFTIB_DBG/fabric
 NS=pair-cni
 
-link_up() { grep -q " state up " "$FAB/peers"; }
-fab() { stat_of "$FAB/stats" "$1"; }
 rc_diag() {
 	ktap_diag "$(grep -E '^(rc_|tx_ib|rx_ib)' "$FAB/stats" | grep -v ' 0$' | tr '\n' ' ')"
 }
@@ -44,8 +41,7 @@ cleanup() {
 defer cleanup
 
 linked_softib() {
-	load_softib link="$DEV" node="$ME" link_peers="$(pair_addr "$PEER")" \
-		fabric_key="$KEY" && slowwait 15 link_up &&
+	pair_link_load && slowwait 15 pair_link_up &&
 	softib_policy "Default=0x7fff, ipoib : ALL=full;" "p1=0x0001, ipoib : ALL=full;"
 }
 
@@ -81,31 +77,23 @@ arrangement() {
 	pair_barrier "up-$tag"
 
 	RET=0
-	tx0=$(fab rc_tx_msgs)
-	rx0=$(fab rc_rx_msgs)
+	tx0=$(pair_fab rc_tx_msgs)
+	rx0=$(pair_fab rc_rx_msgs)
 	ping -c 5 -i 0.2 -w 20 -W 5 -s 60000 "$b" >/dev/null
 	check_err $? "no 60000-byte ping"
 	pair_barrier "ping-$tag"
-	[[ $(fab rc_tx_msgs) -gt $tx0 && $(fab rc_rx_msgs) -gt $rx0 ]]
-	check_err $? "not over RC: rc_tx_msgs $tx0 -> $(fab rc_tx_msgs), rc_rx_msgs $rx0 -> $(fab rc_rx_msgs)"
+	[[ $(pair_fab rc_tx_msgs) -gt $tx0 && $(pair_fab rc_rx_msgs) -gt $rx0 ]]
+	check_err $? "not over RC: rc_tx_msgs $tx0 -> $(pair_fab rc_tx_msgs), rc_rx_msgs $rx0 -> $(pair_fab rc_rx_msgs)"
 	((RET)) && rc_diag
 	log_test "$1 <-> $2: 60000-byte pings over RC connections"
 
 	RET=0
-	if ((ME == 2)); then
-		iperf3 -s -1 -B "$a" >/dev/null 2>&1 &
-		slowwait 5 sh -c 'ss -ltn | grep -q :5201'
-	fi
-	pair_barrier "iperf-$tag"
+	mbps=$(pair_tcp_stream "$tag" "$3.2")
+	check_err $? "iperf3 gave '$mbps'"
 	if ((ME == 1)); then
-		mbps=$(timeout 40 iperf3 -c "$b" -t 3 -J | python3 -c \
-			'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
-		[[ ${mbps:-0} -gt 0 ]]
-		check_err $? "iperf3 gave '$mbps'"
-		ktap_diag "iperf3 TCP connected mode, node 1 ($1) -> node 2 ($2): ${mbps:-0} Mbit/s"
+		ktap_diag "iperf3 TCP connected mode, node 1 ($1) -> node 2 ($2): $mbps Mbit/s"
 		((RET)) && rc_diag
 	fi
-	pair_barrier "iperf-done-$tag" 60
 	log_test "$1 -> $2: a TCP stream in connected mode"
 
 	# a P_Key child in a container's netns on each node (ipoib-cni)
@@ -172,7 +160,7 @@ RET=0
 tc qdisc add dev "$DEV" root netem loss 5% duplicate 2% delay 2ms reorder 25% 50%
 check_err $? "netem"
 pair_barrier netem
-rexc0=$(fab rc_retry_exceeded)
+rexc0=$(pair_fab rc_retry_exceeded)
 if ((ME == 1)); then
 	# exactly 100 sent, each waited for (no -w, as in 20-datagram)
 	out=$(timeout 100 ping -c 100 -i 0.02 -W 5 -s 30000 192.0.2.2 2>&1)
@@ -181,8 +169,8 @@ if ((ME == 1)); then
 fi
 pair_barrier netem-done 120
 tc qdisc del dev "$DEV" root
-[[ $(fab rc_retry_exceeded) -eq $rexc0 && $(fab rc_tx_naks) -eq 0 ]]
-check_err $? "rc_retry_exceeded $rexc0 -> $(fab rc_retry_exceeded), rc_tx_naks $(fab rc_tx_naks)"
+[[ $(pair_fab rc_retry_exceeded) -eq $rexc0 && $(pair_fab rc_tx_naks) -eq 0 ]]
+check_err $? "rc_retry_exceeded $rexc0 -> $(pair_fab rc_retry_exceeded), rc_tx_naks $(pair_fab rc_tx_naks)"
 ((RET)) && rc_diag
 ktap_diag "node $ME under netem: $(grep -E '^(rx_ooo|rx_dup|tx_naks|retransmits) ' "$FAB/stats" | tr '\n' ' ')"
 log_test "100 30000-byte pings under netem loss/dup/reorder: none lost, no RC connection torn down"
@@ -193,7 +181,7 @@ log_test "100 30000-byte pings under netem loss/dup/reorder: none lost, no RC co
 RET=0
 pair_barrier reload
 if ((ME == 1)); then
-	rexc0=$(fab rc_retry_exceeded)
+	rexc0=$(pair_fab rc_retry_exceeded)
 	ping -q -i 0.1 -s 20000 192.0.2.2 >/tmp/reload-ping 2>&1 &
 	pinger=$!
 	pair_barrier reload-gone 60
@@ -223,8 +211,8 @@ pair_barrier reload-done 120
 log_test "node 2 vanishes and reloads under traffic: node 1's RC fails in bounded time, traffic resumes"
 
 RET=0
-[[ $(fab rx_ib_bad) -eq 0 ]]
-check_err $? "rx_ib_bad $(fab rx_ib_bad)"
+[[ $(pair_fab rx_ib_bad) -eq 0 ]]
+check_err $? "rx_ib_bad $(pair_fab rx_ib_bad)"
 rc_diag
 log_test "no malformed IB packet on the link"
 
