@@ -27,13 +27,25 @@ refused() {
 	dmesg -C
 	out=$(load_softib "$@" 2>&1)
 	check_fail $? "loaded with $*"
-	grep -q "$want" <<<"$out"
+	[[ $out == *"$want"* ]]
 	check_err $? "$*: '$out', want '$want'"
 	[[ ! -d /sys/module/softib ]]
 	check_err $? "$* left softib loaded"
 	unload_softib
-	dmesg | grep -qE "softib: $log"
-	check_err $? "$*: no log line /$log/: $(dmesg | grep softib: | tail -n 2)"
+	# (the log's last lines, three processes, only for a failure)
+	dmesg | grep -qE "softib: $log" ||
+		check_err $? "$*: no log line /$log/: $(dmesg | grep softib: | tail -n 2)"
+}
+
+# udp_bound: a socket is bound to 0.0.0.0:17391 (the link's port, 0x43EF
+# in /proc/net/udp)
+udp_bound() {
+	local addr
+
+	while read -r _ addr _; do
+		[[ $addr == 00000000:43EF ]] && return 0
+	done </proc/net/udp
+	return 1
 }
 
 ktap_header 6
@@ -42,14 +54,14 @@ ktap_header 6
 RET=0
 ipoib_fabric_up node=3
 check_err $? "fabric up with node=3: ${FAILED_STEP:-}"
-[[ $(cat $SOFTIB_SYS/node_guid) == 0211:0bff:0300:0000 ]]
-check_err $? "node GUID $(cat $SOFTIB_SYS/node_guid)"
+[[ $(<$SOFTIB_SYS/node_guid) == 0211:0bff:0300:0000 ]]
+check_err $? "node GUID $(<$SOFTIB_SYS/node_guid)"
 for p in 1 2; do
-	[[ $(($(cat $SOFTIB_SYS/ports/$p/lid))) -eq $((96 + p)) &&
-		$(($(cat $SOFTIB_SYS/ports/$p/sm_lid))) -eq 96 ]]
-	check_err $? "port $p LID $(cat $SOFTIB_SYS/ports/$p/lid), SM LID $(cat $SOFTIB_SYS/ports/$p/sm_lid)"
-	[[ $(cat $SOFTIB_SYS/ports/$p/gids/0) == fe80:0000:0000:0000:0211:0bff:0300:000$p ]]
-	check_err $? "port $p GID $(cat $SOFTIB_SYS/ports/$p/gids/0)"
+	[[ $(($(<$SOFTIB_SYS/ports/$p/lid))) -eq $((96 + p)) &&
+		$(($(<$SOFTIB_SYS/ports/$p/sm_lid))) -eq 96 ]]
+	check_err $? "port $p LID $(<$SOFTIB_SYS/ports/$p/lid), SM LID $(<$SOFTIB_SYS/ports/$p/sm_lid)"
+	[[ $(<$SOFTIB_SYS/ports/$p/gids/0) == fe80:0000:0000:0000:0211:0bff:0300:000$p ]]
+	check_err $? "port $p GID $(<$SOFTIB_SYS/ports/$p/gids/0)"
 done
 ip netns exec "$A" ping -c 3 -i 0.2 -w 8 -W 2 192.0.2.2 >/dev/null
 check_err $? "no ping between the ports"
@@ -94,7 +106,7 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("0.0.0.0", 17391))
 time.sleep(30)' &
 	holder=$!
-	sleep 1
+	slowwait 10 udp_bound
 	refused "Address already in use" "link=lo: cannot bind UDP port 17391 \(-98\)" \
 		link=lo node=1 link_peers=127.0.0.2 fabric_key=$KEY
 	kill $holder
@@ -119,7 +131,7 @@ if softib_case "a link to itself: the handshake refused (same node); MTU shrink 
 	check_err $? "a session with itself: $(tail -n 1 "$SOFTIB_DBG/fabric/peers")"
 	dmesg | grep -q "softib: link: 127.0.0.1 is node 1 too: give every node its own node= number"
 	check_err $? "no log line for the duplicate node"
-	mtu=$(cat /sys/class/net/lo/mtu)
+	mtu=$(</sys/class/net/lo/mtu)
 	ip link set lo mtu 4000
 	dmesg | grep -q "softib: link: lo has MTU 4000 now, below the 4236 that IB MTU 4096 needs"
 	check_err $? "no log line for the MTU below the IB MTU's"
