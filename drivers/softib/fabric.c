@@ -141,37 +141,46 @@ void softib_copy_sg(const struct ib_sge *dst, u32 ndst, u32 off,
 	softib_copy_sg_csum(dst, ndst, off, src, nsrc, len, U32_MAX, 0);
 }
 
+/*
+ * A GRH as an HCA sends it: the AV's traffic class, flow label, hop limit
+ * and DGID, "paylen" bytes after it up to and with the ICRC, from "sgid".
+ * Datagrams delivered inside a node (softib_write_grh()) and RC packets
+ * to another node (rc_remote.c) both build theirs here.
+ */
+void softib_grh_fill(struct ib_grh *grh, const struct softib_av *av,
+		     u32 paylen, const union ib_gid *sgid)
+{
+	grh->version_tclass_flow = cpu_to_be32((6 << 28) |
+					       (av->traffic_class << 20) |
+					       (av->flow_label & 0xfffff));
+	grh->paylen = cpu_to_be16(paylen);
+	grh->next_hdr = SOFTIB_GRH_NEXT_HDR;
+	grh->hop_limit = av->hop_limit;
+	grh->sgid = *sgid;
+	grh->dgid = av->dgid;
+}
+
 static void softib_write_grh(const struct softib_pkt *pkt,
 			     const struct ib_sge *dst, u32 ndst)
 {
-	const struct softib_av *av = &pkt->wqe->av;
 	struct ib_grh grh = {};
+	union ib_gid sgid;
 	struct ib_sge src = {
 		.addr = (uintptr_t)&grh,
 		.length = sizeof(grh),
 	};
 
-	grh.version_tclass_flow = cpu_to_be32((6 << 28) |
-					      (av->traffic_class << 20) |
-					      (av->flow_label & 0xfffff));
-	grh.paylen = cpu_to_be16(pkt->wqe->length + IB_BTH_BYTES +
-				 IB_DETH_BYTES + 4 /* ICRC */);
-	grh.next_hdr = SOFTIB_GRH_NEXT_HDR;
-	grh.hop_limit = av->hop_limit;
 	if (pkt->sgid) {
-		grh.sgid = *pkt->sgid;	/* injected (inject.c) */
+		sgid = *pkt->sgid;	/* injected (inject.c) */
 	} else if (pkt->sport) {
-		grh.sgid.global.subnet_prefix =
-			cpu_to_be64(READ_ONCE(pkt->sport->gid_prefix));
-		grh.sgid.global.interface_id =
-			softib_port_guid(pkt->sport->num);
+		softib_port_gid(pkt->sport, &sgid);
 	} else {
 		/* the SA's own answers carry no GRH; this is for safety */
-		grh.sgid.global.subnet_prefix =
-			cpu_to_be64(SOFTIB_SUBNET_PREFIX);
-		grh.sgid.global.interface_id = softib_port_guid(pkt->slid);
+		sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
+		sgid.global.interface_id = softib_port_guid(pkt->slid);
 	}
-	grh.dgid = av->dgid;
+	softib_grh_fill(&grh, &pkt->wqe->av, pkt->wqe->length + IB_BTH_BYTES +
+			IB_DETH_BYTES + 4 /* ICRC */, &sgid);
 	softib_copy_sg(dst, ndst, 0, &src, 1, sizeof(grh));
 }
 

@@ -167,8 +167,7 @@ static int softib_query_gid(struct ib_device *ibdev, u32 port_num, int index,
 
 	if (index != 0)
 		return -EINVAL;
-	gid->global.subnet_prefix = cpu_to_be64(READ_ONCE(port->gid_prefix));
-	gid->global.interface_id = softib_port_guid(port_num);
+	softib_port_gid(port, gid);
 	return 0;
 }
 

@@ -143,18 +143,11 @@ static struct sk_buff *softib_rc_headers(const struct softib_av *av,
 	lrh->len = cpu_to_be16(DIV_ROUND_UP(hlen + tail + 4, 4) & 0x7ff);
 	lrh->slid = cpu_to_be16(READ_ONCE(sport->lid));
 	if (av->grh) {
-		struct ib_grh *grh = skb_put(skb, sizeof(*grh));
+		union ib_gid sgid;
 
-		grh->version_tclass_flow =
-			cpu_to_be32((6 << 28) | (av->traffic_class << 20) |
-				    (av->flow_label & 0xfffff));
-		grh->paylen = cpu_to_be16(sizeof(*bth) + tail + 4);
-		grh->next_hdr = SOFTIB_GRH_NEXT_HDR;
-		grh->hop_limit = av->hop_limit;
-		grh->sgid.global.subnet_prefix =
-			cpu_to_be64(READ_ONCE(sport->gid_prefix));
-		grh->sgid.global.interface_id = softib_port_guid(sport->num);
-		grh->dgid = av->dgid;
+		softib_port_gid(sport, &sgid);
+		softib_grh_fill(skb_put(skb, sizeof(struct ib_grh)), av,
+				sizeof(*bth) + tail + 4 /* ICRC */, &sgid);
 	}
 	bth = skb_put(skb, sizeof(*bth));
 	bth->opcode = opcode;
@@ -435,14 +428,24 @@ static void softib_rcr_ack(struct softib_qp *dqp, struct softib_port *dport,
 	skb = softib_rc_headers(&av, dport, pkey, READ_ONCE(dqp->dest_qpn),
 				IB_OPCODE_RC_ACKNOWLEDGE, 0, psn, sizeof(aeth),
 				GFP_ATOMIC);
-	if (!skb)
+	if (!skb) {
+		softib_link_stat(sdev, SOFTIB_LC_TX_IB_DROPPED);
 		return;
+	}
 	aeth = cpu_to_be32((u32)syndrome << 24 | (msn & SOFTIB_PSN_MASK));
 	skb_put_data(skb, &aeth, sizeof(aeth));
 	__skb_queue_head_init(&list);
 	__skb_queue_tail(&list, skb);
-	if (softib_link_send_ib_list(sdev, node, &list, true))
+	/*
+	 * The node is down, or even the control reserve is full: the
+	 * requester's timer resends and a repeated last packet is ACKed
+	 * again, so the answer is counted as a lost datagram is.
+	 */
+	if (softib_link_send_ib_list(sdev, node, &list, true)) {
 		__skb_queue_purge(&list);
+		softib_link_stat(sdev, SOFTIB_LC_TX_IB_DROPPED);
+		return;
+	}
 	if ((syndrome & SOFTIB_AETH_KIND) == SOFTIB_AETH_RNR)
 		softib_link_stat(sdev, SOFTIB_LC_RC_TX_RNR);
 	else if ((syndrome & SOFTIB_AETH_KIND) == SOFTIB_AETH_NAK)

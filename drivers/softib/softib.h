@@ -592,6 +592,14 @@ static inline __be64 softib_port_guid(u32 port)
 	return cpu_to_be64(softib_node_guid | port);
 }
 
+/* A CA port's GID 0: the SM's subnet prefix and the port GUID. */
+static inline void softib_port_gid(struct softib_port *port,
+				   union ib_gid *gid)
+{
+	gid->global.subnet_prefix = cpu_to_be64(READ_ONCE(port->gid_prefix));
+	gid->global.interface_id = softib_port_guid(port->num);
+}
+
 /* main.c */
 extern const struct ib_device_ops softib_dev_ops;
 extern bool softib_srq;
@@ -723,6 +731,8 @@ void softib_qp_err_work(struct work_struct *work);
 void softib_av_from_attr(struct softib_av *av, const struct rdma_ah_attr *attr);
 void softib_flush_rq(struct softib_qp *qp);
 void softib_route_pkt(struct softib_pkt *pkt);
+void softib_grh_fill(struct ib_grh *grh, const struct softib_av *av,
+		     u32 paylen, const union ib_gid *sgid);
 int softib_pkey_match(struct softib_port *port, u16 pkt_pkey, int only_index);
 u32 softib_rnr_timer_usec(u8 code);
 bool softib_rq_take(struct softib_qp *dqp, struct softib_port *dport,

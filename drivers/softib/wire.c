@@ -95,14 +95,10 @@ static struct sk_buff *softib_wire_build(const struct softib_pkt *pkt,
 		h.grh.flow_label = cpu_to_be32(wqe->av.flow_label & 0xfffff);
 		h.grh.hop_limit = wqe->av.hop_limit;
 		h.grh.destination_gid = wqe->av.dgid;
-		if (pkt->sgid) {
+		if (pkt->sgid)
 			h.grh.source_gid = *pkt->sgid;
-		} else {
-			h.grh.source_gid.global.subnet_prefix =
-				cpu_to_be64(READ_ONCE(pkt->sport->gid_prefix));
-			h.grh.source_gid.global.interface_id =
-				softib_port_guid(pkt->sport->num);
-		}
+		else
+			softib_port_gid(pkt->sport, &h.grh.source_gid);
 	}
 	h.bth.opcode = imm ? IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE :
 			     IB_OPCODE_UD_SEND_ONLY;
