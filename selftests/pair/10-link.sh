@@ -73,16 +73,16 @@ check_err $? "node GUID $guid"
 for p in 1 2; do
 	lid=$(cat /sys/class/infiniband/softib0/ports/$p/lid)
 	[[ $((lid)) -eq $((32 * ME + p)) ]]
-	check_err $? "port $p LID $lid, want $((32 * ME + p))"
+	(($? == 0)) || check_err 1 "port $p LID $lid, want $((32 * ME + p))"
 done
 pair_put guid "$guid"
 other=$(pair_get guid)
 [[ -n $other && $other != "$guid" ]]
 check_err $? "both nodes have GUID $guid"
 grep -q "^self node $ME .* ib_mtu 4096 " "$FAB/peers"
-check_err $? "IB MTU over a 9000-byte underlay: $(head -n 1 "$FAB/peers")"
+(($? == 0)) || check_err 1 "IB MTU over a 9000-byte underlay: $(head -n 1 "$FAB/peers")"
 grep -q "state up node $PEER guid 0x0211*" "$FAB/peers"
-check_err $? "peer line: $(tail -n 1 "$FAB/peers")"
+(($? == 0)) || check_err 1 "peer line: $(tail -n 1 "$FAB/peers")"
 log_test "node GUIDs and LIDs derived from node=, distinct; IB MTU 4096"
 
 echo_both 500 64 1500 4096 8000
@@ -97,7 +97,7 @@ echo_both 500 64 1500 4096 8000
 check_err $? "frames lost, damaged or out of order under netem"
 tc qdisc del dev "$DEV" root
 [[ $(pair_fab retransmits) -gt $rt0 && $(($(pair_fab rx_dup) + $(pair_fab rx_ooo))) -gt $dup0 ]]
-check_err $? "netem did nothing: retransmits $rt0 -> $(pair_fab retransmits), rx_dup+rx_ooo $dup0 -> $(($(pair_fab rx_dup) + $(pair_fab rx_ooo)))"
+(($? == 0)) || check_err 1 "netem did nothing: retransmits $rt0 -> $(pair_fab retransmits), rx_dup+rx_ooo $dup0 -> $(($(pair_fab rx_dup) + $(pair_fab rx_ooo)))"
 pair_link_up
 check_err $? "the link went down under netem"
 log_test "netem loss 5%, duplicate 2%, reorder 25%: all delivered, in order"
@@ -122,7 +122,7 @@ else
 	check_err $? "the stalled receiver did not get all 1000 frames"
 	rp=$(sed -n 's/.* rx_peak \([0-9]*\) .*/\1/p' "$FAB/peers")
 	[[ $rp -le 256 && $(pair_fab rx_over_window) -eq $over0 && $(pair_fab echo_bad) -eq 0 ]]
-	check_err $? "rx_peak $rp (cap 256), rx_over_window $over0 -> $(pair_fab rx_over_window), echo_bad $(pair_fab echo_bad)"
+	(($? == 0)) || check_err 1 "rx_peak $rp (cap 256), rx_over_window $over0 -> $(pair_fab rx_over_window), echo_bad $(pair_fab echo_bad)"
 fi
 pair_barrier stall-checked
 log_test "a stalled receiver: the sender waits for credits, nothing dropped"
@@ -138,9 +138,9 @@ pair_barrier replay-set
 pair_barrier replay-sent
 if ((ME == 1)); then
 	echo_got "$ok0" 200
-	check_err $? "echo_ok $ok0 -> $(pair_fab echo_ok) (want +200), echo_bad $(pair_fab echo_bad)"
+	(($? == 0)) || check_err 1 "echo_ok $ok0 -> $(pair_fab echo_ok) (want +200), echo_bad $(pair_fab echo_bad)"
 	[[ $(($(pair_fab rx_dup) + $(pair_fab rx_replay))) -ge $((dup0 + 40)) ]]
-	check_err $? "40 replays, rx_dup+rx_replay $dup0 -> $(($(pair_fab rx_dup) + $(pair_fab rx_replay)))"
+	(($? == 0)) || check_err 1 "40 replays, rx_dup+rx_replay $dup0 -> $(($(pair_fab rx_dup) + $(pair_fab rx_replay)))"
 fi
 pair_link_up
 check_err $? "the link went down"
@@ -162,9 +162,9 @@ fi
 pair_barrier forge-sent
 if ((ME == 1)); then
 	echo_got "$ok0" 100
-	check_err $? "echo_ok $ok0 -> $(pair_fab echo_ok) (want +100), echo_bad $(pair_fab echo_bad)"
+	(($? == 0)) || check_err 1 "echo_ok $ok0 -> $(pair_fab echo_ok) (want +100), echo_bad $(pair_fab echo_bad)"
 	[[ $(pair_fab rx_bad_mac) -eq $((mac0 + 5)) && $(pair_fab rx_stale_session) -eq $((stale0 + 5)) ]]
-	check_err $? "rx_bad_mac $mac0 -> $(pair_fab rx_bad_mac), rx_stale_session $stale0 -> $(pair_fab rx_stale_session)"
+	(($? == 0)) || check_err 1 "rx_bad_mac $mac0 -> $(pair_fab rx_bad_mac), rx_stale_session $stale0 -> $(pair_fab rx_stale_session)"
 fi
 pair_link_up
 check_err $? "the link went down"
@@ -200,9 +200,9 @@ fi
 pair_barrier offfab-sent
 if ((ME == 1)); then
 	slowwait 5 stat_cmp "$FAB/stats" rx_unknown_src -ge $((unk0 + 5))
-	check_err $? "rx_unknown_src $unk0 -> $(pair_fab rx_unknown_src)"
+	(($? == 0)) || check_err 1 "rx_unknown_src $unk0 -> $(pair_fab rx_unknown_src)"
 	slowwait 5 stat_cmp "$FAB/stats" hs_bad_mac -ge $((hs0 + 5))
-	check_err $? "hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
+	(($? == 0)) || check_err 1 "hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
 fi
 pair_link_up
 check_err $? "forged frames took the link down"
@@ -225,7 +225,7 @@ fi
 pair_barrier badkey 60
 if ((ME == 1)); then
 	[[ $(pair_fab peer_down) -gt $down0 && $(pair_fab hs_bad_mac) -gt $hs0 ]]
-	check_err $? "peer_down $down0 -> $(pair_fab peer_down), hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
+	(($? == 0)) || check_err 1 "peer_down $down0 -> $(pair_fab peer_down), hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
 	link_down
 	check_err $? "node 1 still up with node 2"
 fi

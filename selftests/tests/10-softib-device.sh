@@ -30,9 +30,9 @@ ktap_result $? "both ports reach ACTIVE after the sweep"
 RET=0
 for p in 1 2; do
 	[[ $(cat "$SYS/ports/$p/link_layer") == InfiniBand ]]
-	check_err $? "port $p link_layer is $(cat "$SYS/ports/$p/link_layer")"
+	(($? == 0)) || check_err 1 "port $p link_layer is $(cat "$SYS/ports/$p/link_layer")"
 	rdma link show "$DEV/$p" | grep -q "lid $p sm_lid 256 lmc 0 state ACTIVE physical_state LINK_UP"
-	check_err $? "rdma link $DEV/$p: $(rdma link show "$DEV/$p")"
+	(($? == 0)) || check_err 1 "rdma link $DEV/$p: $(rdma link show "$DEV/$p")"
 done
 log_test "sysfs and rdma link: InfiniBand, LID = port, SM LID 256"
 

@@ -85,9 +85,9 @@ if softib_case "PortInfo agrees with sysfs (LID, SM LID, state, 4X EDR, MTU)"; t
 		expect "$out" GidPrefix 0xfe80000000000000
 		cap=$(smp_field "$out" CapMask)
 		(( cap == $(cat "$SYS/ports/$p/cap_mask") ))
-		check_err $? "port $p CapMask $cap, sysfs $(cat "$SYS/ports/$p/cap_mask")"
+		(($? == 0)) || check_err 1 "port $p CapMask $cap, sysfs $(cat "$SYS/ports/$p/cap_mask")"
 		[[ $(cat "$SYS/ports/$p/rate") == "100 Gb/sec (4X EDR)" ]]
-		check_err $? "port $p sysfs rate $(cat "$SYS/ports/$p/rate")"
+		(($? == 0)) || check_err 1 "port $p sysfs rate $(cat "$SYS/ports/$p/rate")"
 	done
 	log_test "PortInfo agrees with sysfs (LID, SM LID, state, 4X EDR, MTU)"
 fi
@@ -103,7 +103,7 @@ out=$(smpquery pkeys 2 2>&1)
 grep -q "^   0: 0xffff 0x0001 0x0000" <<<"$out"
 check_err $? "smpquery pkeys 2: $out"
 [[ $(cat "$SYS/ports/2/pkeys/1") == 0x0001 ]]
-check_err $? "sysfs pkeys/1 $(cat "$SYS/ports/2/pkeys/1")"
+(($? == 0)) || check_err 1 "sysfs pkeys/1 $(cat "$SYS/ports/2/pkeys/1")"
 log_test "NodeDescription and P_KeyTable follow node_desc and the policy"
 
 if softib_case "SLtoVL and VLArbitration tables read (VL0 only, 32 entries)"; then
@@ -130,7 +130,7 @@ if softib_case "unknown attribute answers 0x000c; a DR path through no port fail
 	grep -q "SMP status: 0xc$" <<<"$out"
 	check_err $? "smpdump 2 0x99: $out"
 	(( $(softib_stat sma_errors) == errors + 2 ))
-	check_err $? "sma_errors $(softib_stat sma_errors), was $errors"
+	(($? == 0)) || check_err 1 "sma_errors $(softib_stat sma_errors), was $errors"
 	# a directed route out of a port the CA does not have: refused by ib_mad
 	timeout 10 smpquery -D nodeinfo 0,3 >/dev/null 2>&1
 	rc=$?
@@ -192,7 +192,7 @@ out=$(pq 2 2)
 (( $(smp_field "$out" PortRcvData) >= 20 * 1000 / 4 ))
 check_err $? "port 2 data: $out"
 (( $(cat "$SYS/ports/2/counters/port_rcv_packets") >= 20 ))
-check_err $? "sysfs port_rcv_packets $(cat "$SYS/ports/2/counters/port_rcv_packets")"
+(($? == 0)) || check_err 1 "sysfs port_rcv_packets $(cat "$SYS/ports/2/counters/port_rcv_packets")"
 log_test "perfquery and sysfs counters: cleared, then count IPoIB traffic"
 
 RET=0
@@ -231,16 +231,16 @@ RET=0
 ibportstate -C softib0 -P 2 -D 0 2 disable >/dev/null 2>&1
 check_err $? "ibportstate disable"
 [[ $(cat "$SYS/ports/2/state") == "1: DOWN" && $(cat "$SYS/ports/2/phys_state") == "3: Disabled" ]]
-check_err $? "port 2: $(cat "$SYS/ports/2/state"), $(cat "$SYS/ports/2/phys_state")"
+(($? == 0)) || check_err 1 "port 2: $(cat "$SYS/ports/2/state"), $(cat "$SYS/ports/2/phys_state")"
 slowwait 10 sh -c "! ip -n $B link show ib1 | grep -q LOWER_UP" >/dev/null
 check_err $? "ib1 kept carrier"
 sleep 0.5
 [[ $(cat "$SYS/ports/2/phys_state") == "3: Disabled" ]]
-check_err $? "a disabled port trained: $(cat "$SYS/ports/2/phys_state")"
+(($? == 0)) || check_err 1 "a disabled port trained: $(cat "$SYS/ports/2/phys_state")"
 ibportstate -C softib0 -P 2 -D 0 2 enable >/dev/null 2>&1
 check_err $? "ibportstate enable"
 slowwait 10 softib_ports_active 2 >/dev/null
-check_err $? "port 2 not active again: $(cat "$SYS/ports/2/state")"
+(($? == 0)) || check_err 1 "port 2 not active again: $(cat "$SYS/ports/2/state")"
 slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null &&
 	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
 check_err $? "no traffic after enable"
@@ -257,7 +257,7 @@ reregister() {
 ibportstate -C softib0 -P 2 -D 0 2 lid 0x21 >/dev/null 2>&1
 check_err $? "ibportstate lid"
 [[ $(cat "$SYS/ports/2/lid") == 0x21 ]]
-check_err $? "sysfs lid $(cat "$SYS/ports/2/lid")"
+(($? == 0)) || check_err 1 "sysfs lid $(cat "$SYS/ports/2/lid")"
 out=$(smpquery nodeinfo 0x21 2>&1)
 expect "$out" LocalPort 2
 reregister
@@ -265,7 +265,7 @@ slowwait 20 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
 check_err $? "no traffic to LID 0x21"
 ibportstate -C softib0 -P 2 -D 0 2 lid 2 >/dev/null 2>&1 &&
 	[[ $(cat "$SYS/ports/2/lid") == 0x2 ]]
-check_err $? "LID 2 back: $(cat "$SYS/ports/2/lid")"
+(($? == 0)) || check_err 1 "LID 2 back: $(cat "$SYS/ports/2/lid")"
 reregister
 slowwait 20 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
 check_err $? "no traffic after LID 2 back"
@@ -360,13 +360,13 @@ if softib_case "unacknowledged tables: bounded, evicted oldest first, given up";
 	check_err $? "11-softib-sa-tables.py: $out"
 	ktap_diag "${out#\# }"
 	(( $(softib_stat sa_rmpp_evicted) >= evicted + 4 ))
-	check_err $? "sa_rmpp_evicted $(softib_stat sa_rmpp_evicted), was $evicted: no bound"
+	(($? == 0)) || check_err 1 "sa_rmpp_evicted $(softib_stat sa_rmpp_evicted), was $evicted: no bound"
 	(( $(softib_stat sa_rmpp_active) <= 16 ))
-	check_err $? "sa_rmpp_active $(softib_stat sa_rmpp_active) above the bound"
+	(($? == 0)) || check_err 1 "sa_rmpp_active $(softib_stat sa_rmpp_active) above the bound"
 	slowwait 20 sh -c "grep -qx 'sa_rmpp_active 0' $SOFTIB_DBG/stats"
-	check_err $? "transfers never given up: $(softib_stat sa_rmpp_active) active"
+	(($? == 0)) || check_err 1 "transfers never given up: $(softib_stat sa_rmpp_active) active"
 	(( $(softib_stat sa_rmpp_aborted) >= aborted + 16 ))
-	check_err $? "sa_rmpp_aborted $(softib_stat sa_rmpp_aborted), was $aborted"
+	(($? == 0)) || check_err 1 "sa_rmpp_aborted $(softib_stat sa_rmpp_aborted), was $aborted"
 	out=$(saquery 2>&1)
 	(($(grep -c "NodeRecord dump" <<<"$out") == 3))
 	check_err $? "saquery after the stuck requester: $out"

@@ -126,7 +126,7 @@ RET=0
 ibportstate 256 2 disable >/dev/null 2>&1
 check_err $? "ibportstate 256 2 disable"
 slowwait 5 sh -c "grep -q DOWN $SYS/ports/2/state" >/dev/null
-check_err $? "CA port 2 $(cat "$SYS/ports/2/state")"
+(($? == 0)) || check_err 1 "CA port 2 $(cat "$SYS/ports/2/state")"
 slowwait 10 sh -c "! ip -n $B link show ib1 | grep -q LOWER_UP" >/dev/null
 check_err $? "ib1 kept carrier"
 echo up >"$SOFTIB_DBG/ports/2/link"
@@ -139,7 +139,7 @@ check_err $? "switch port 2 not Disabled: $out"
 ibportstate 256 2 enable >/dev/null 2>&1
 check_err $? "ibportstate 256 2 enable"
 slowwait 10 softib_ports_active 2 >/dev/null
-check_err $? "CA port 2 $(cat "$SYS/ports/2/state")"
+(($? == 0)) || check_err 1 "CA port 2 $(cat "$SYS/ports/2/state")"
 slowwait 20 ipoib_lower_up "$B" ib1 >/dev/null &&
 	slowwait 20 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
 check_err $? "no traffic after enable"
@@ -152,7 +152,7 @@ downed=$(smp_field "$(perfquery 3 3 2>&1)" LinkDownedCounter)
 ibportstate 256 3 down >/dev/null 2>&1
 check_err $? "ibportstate 256 3 down"
 slowwait 10 softib_ports_active 3 >/dev/null
-check_err $? "CA port 3 $(cat "$SYS/ports/3/state")"
+(($? == 0)) || check_err 1 "CA port 3 $(cat "$SYS/ports/3/state")"
 out=$(smpquery portinfo 256 3 2>&1)
 [[ $(smp_field "$out" LinkState) == Active && $(smp_field "$out" PhysLinkState) == LinkUp ]]
 check_err $? "switch port 3: $out"
@@ -204,7 +204,7 @@ check_err $? "LFT Set of LID 2 to nowhere"
 ! ip netns exec "$A" ping -c 3 -W 1 192.0.2.2 >/dev/null
 check_err $? "ping through an empty LFT entry answered"
 (( $(sw_discards 1 unrouted) > un ))
-check_err $? "switch port 1 unrouted stayed at $un: $(cat "$SOFTIB_DBG/switch")"
+(($? == 0)) || check_err 1 "switch port 1 unrouted stayed at $un: $(cat "$SOFTIB_DBG/switch")"
 swset lft 2 2 >/dev/null
 check_err $? "LFT Set of LID 2 back to port 2"
 slowwait 20 pings
@@ -241,7 +241,7 @@ mft_bit() {
 }
 ip -n "$B" link set ib1 down
 slowwait 10 mft_bit 0
-check_err $? "port 2 still in the MFT entry after ib1 left: $(swset get-mft "$mlid")"
+(($? == 0)) || check_err 1 "port 2 still in the MFT entry after ib1 left: $(swset get-mft "$mlid")"
 ip -n "$B" link set ib1 up
 slowwait 20 mft_bit 4
 check_err $? "port 2 not in the MFT entry after ib1 joined again"
@@ -275,7 +275,7 @@ check_err $? "CA port 2 lost 0x8001 too"
 ! ip netns exec "$A" ping -c 2 -W 1 198.51.100.2 >/dev/null
 check_err $? "0x8001 traffic passed switch port 2 without the P_Key"
 (( $(sw_discards 2 xmit_constraint) > xc ))
-check_err $? "switch port 2 xmit_constraint stayed at $xc: $(cat "$SOFTIB_DBG/switch")"
+(($? == 0)) || check_err 1 "switch port 2 xmit_constraint stayed at $xc: $(cat "$SOFTIB_DBG/switch")"
 pings
 check_err $? "the parent (0xffff) stopped working"
 rc=$(sw_discards 2 rcv_constraint)
@@ -288,7 +288,7 @@ ip -n "$A" neigh flush dev ib0.8001
 ! ip netns exec "$A" ping -c 2 -W 1 198.51.100.2 >/dev/null
 check_err $? "0x8001 answers passed switch port 2 inbound without the P_Key"
 (( $(sw_discards 2 rcv_constraint) > rc ))
-check_err $? "switch port 2 rcv_constraint stayed at $rc: $(cat "$SOFTIB_DBG/switch")"
+(($? == 0)) || check_err 1 "switch port 2 rcv_constraint stayed at $rc: $(cat "$SOFTIB_DBG/switch")"
 swset pkeys 2 0xffff 0x8001 >/dev/null && swset enforce 2 12 >/dev/null
 check_err $? "switch port 2 restored"
 slowwait 20 pings 198.51.100.2

@@ -56,9 +56,9 @@ defer unload_softib
 defer osm_stop
 for p in 1 2; do
 	slowwait 10 grep -q "INIT" "$SYS/ports/$p/state"
-	check_err $? "port $p: $(cat $SYS/ports/$p/state), not INIT"
+	(($? == 0)) || check_err 1 "port $p: $(cat $SYS/ports/$p/state), not INIT"
 	[[ $(cat $SYS/ports/$p/lid) == 0x0 && $(cat $SYS/ports/$p/sm_lid) == 0x0 ]]
-	check_err $? "port $p has LID $(cat $SYS/ports/$p/lid), SM LID $(cat $SYS/ports/$p/sm_lid) without an SM"
+	(($? == 0)) || check_err 1 "port $p has LID $(cat $SYS/ports/$p/lid), SM LID $(cat $SYS/ports/$p/sm_lid) without an SM"
 done
 out=$(echo "$DEF" | cat 2>&1 >"$SOFTIB_DBG/partitions")
 check_fail $? "the built-in partitions file took a policy with sm=none"
@@ -79,7 +79,7 @@ log_test "sm=none: ports in Init without LIDs, no built-in policy, no carrier"
 RET=0
 osm_write_partitions "$DEF" "$P1"
 osm_start
-check_err $? "OpenSM did not bring the ports up: $(tail -n 5 $OSM_DIR/opensm.log)"
+(($? == 0)) || check_err 1 "OpenSM did not bring the ports up: $(tail -n 5 $OSM_DIR/opensm.log)"
 l1=$(cat $SYS/ports/1/lid) l2=$(cat $SYS/ports/2/lid)
 [[ $l1 != 0x0 && $l2 != 0x0 && $l1 != "$l2" ]]
 check_err $? "LIDs $l1 and $l2"
@@ -126,7 +126,7 @@ if softib_case "ibnetdiscover, ibswitches, ibhosts, iblinkinfo, smpquery with Op
 	check_err $? "iblinkinfo: not two active links seen from both ends"
 	out=$(smpquery pkeys "$((l2))" 2>&1)
 	grep -q "0xffff 0x8001" <<<"$out"
-	check_err $? "smpquery pkeys $((l2)): $out"
+	(($? == 0)) || check_err 1 "smpquery pkeys $((l2)): $out"
 	# OpenSM (part_enforce both) gives switch port 2 CA port 2's P_Keys and
 	# enforces them both ways; the data path goes by them (13-softib-switch)
 	out=$(smpquery pkeys "$sw" 2 2>&1)
@@ -152,7 +152,7 @@ if softib_case "OpenSM's SA: node records, the partitions' broadcast groups, pat
 	check_err $? "saquery -g: no IPv4 broadcast groups of 0xffff and 0x8001: $out"
 	out=$(saquery -p --src-to-dst "$((l1)):$((l2))" 2>&1)
 	grep -q "dlid\.*$((l2))$" <<<"$out"
-	check_err $? "saquery -p: no path from LID $((l1)) to $((l2)): $out"
+	(($? == 0)) || check_err 1 "saquery -p: no path from LID $((l1)) to $((l2)): $out"
 	log_test "OpenSM's SA: node records, the partitions' broadcast groups, path records"
 fi
 
@@ -164,7 +164,7 @@ ip netns exec "$A" ping -c 3 -i 0.2 -w 5 -W 2 192.0.2.2 >/dev/null
 check_err $? "ib0 -> ib1 does not ping"
 after=$(perfquery "$((l2))" 2 2>/dev/null | sed -n 's/^PortRcvPkts:\.*//p')
 ((after >= before + 3))
-check_err $? "perfquery LID $((l2)) PortRcvPkts $before -> $after over 3 pings"
+(($? == 0)) || check_err 1 "perfquery LID $((l2)) PortRcvPkts $before -> $after over 3 pings"
 # the IPv6 solicited-node groups exist at the SA only through joins:
 # ff02::1:ff00:N for the link-local address of port N's interface
 out=$(saquery -g 2>&1)
@@ -233,7 +233,7 @@ for ((run = 1; run <= RESTART_RUNS && RET == 0; run++)); do
 	slowwait 30 sh -c 'out=$(saquery -g 2>/dev/null) &&
 		echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:1$" &&
 		echo "$out" | grep -q "MGID\.*ff12:601b:ffff::1:ff00:2$"'
-	check_err $? "run $run: the groups were not joined again at the new SA: $(saquery -g 2>&1 | grep MGID | xargs)"
+	(($? == 0)) || check_err 1 "run $run: the groups were not joined again at the new SA: $(saquery -g 2>&1 | grep MGID | xargs)"
 	slowwait 20 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&
 		ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 198.51.100.2 >/dev/null
 	check_err $? "run $run: no ping after OpenSM restarted"

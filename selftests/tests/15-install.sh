@@ -89,7 +89,7 @@ ours_installed() {
 	[[ $p == "$MODS/updates/dkms/ib_ipoib.ko"* ]]
 	check_err $? "$1: modinfo -n ib_ipoib: $p"
 	[[ $(modinfo -F version ib_ipoib) == "$VER" ]]
-	check_err $? "$1: modinfo version '$(modinfo -F version ib_ipoib)', not $VER"
+	(($? == 0)) || check_err 1 "$1: modinfo version '$(modinfo -F version ib_ipoib)', not $VER"
 	p=$(mod_path softib)
 	[[ $p == "$MODS/updates/dkms/softib.ko"* ]]
 	check_err $? "$1: modinfo -n softib: $p"
@@ -97,7 +97,7 @@ ours_installed() {
 	check_err $? "$1: modprobe ib_ipoib failed"
 	[[ $(cat /sys/module/ib_ipoib/srcversion 2>/dev/null) == "$(modinfo -F srcversion ib_ipoib)" ]] &&
 		grep -q O /sys/module/ib_ipoib/taint
-	check_err $? "$1: the loaded ib_ipoib is not the installed one ($(ipoib_module_path))"
+	(($? == 0)) || check_err 1 "$1: the loaded ib_ipoib is not the installed one ($(ipoib_module_path))"
 	[[ ! -d /sys/module/softib ]]
 	check_err $? "$1: softib was loaded along with ib_ipoib"
 	modprobe -r ib_ipoib
@@ -111,14 +111,14 @@ intree_back() {
 	[[ $p == "$INTREE" ]]
 	check_err $? "$1: modinfo -n ib_ipoib: $p, not $INTREE"
 	[[ -z $(mod_path softib) ]]
-	check_err $? "$1: softib still installed: $(mod_path softib)"
+	(($? == 0)) || check_err 1 "$1: softib still installed: $(mod_path softib)"
 	st=$(dkms status 2>/dev/null | grep -E '^(ipoib-ng|softib)/')
 	[[ -z $st ]]
 	check_err $? "$1: dkms status: '$st'"
 	[[ ! -e /usr/src/ipoib-ng-$VER && ! -e /usr/src/softib-$VER ]]
-	check_err $? "$1: left behind: $(ls -d /usr/src/ipoib-ng-$VER /usr/src/softib-$VER 2>/dev/null)"
+	(($? == 0)) || check_err 1 "$1: left behind: $(ls -d /usr/src/ipoib-ng-$VER /usr/src/softib-$VER 2>/dev/null)"
 	modprobe ib_ipoib && ! grep -q O /sys/module/ib_ipoib/taint
-	check_err $? "$1: modprobe ib_ipoib: $(ipoib_module_path)"
+	(($? == 0)) || check_err 1 "$1: modprobe ib_ipoib: $(ipoib_module_path)"
 	modprobe -r ib_ipoib
 }
 
@@ -272,9 +272,9 @@ check_err $? "the kernel's own ib_ipoib is not what modprobe finds: '$INTREE'"
 [[ -n $VER ]]
 check_err $? "no PACKAGE_VERSION in dkms.conf"
 ((LONG)) || [[ -d $PRE/tree/ipoib-ng/$VER/$ABI/$ARCH/module && -d $PRE/tree/softib/$VER/$ABI/$ARCH/module ]]
-check_err $? "no DKMS build from the host in $PRE (build: $(tail -n 3 "$PRE/build.log" 2>&1))"
+(($? == 0)) || check_err 1 "no DKMS build from the host in $PRE (build: $(tail -n 3 "$PRE/build.log" 2>&1))"
 [[ -e $DEB && -e $SOFTIB_DEB ]]
-check_err $? "no packages $DEB and $SOFTIB_DEB (make deb: $(tail -n 5 "$ROOT/.build/deb.log" 2>&1))"
+(($? == 0)) || check_err 1 "no packages $DEB and $SOFTIB_DEB (make deb: $(tail -n 5 "$ROOT/.build/deb.log" 2>&1))"
 # dkms needs /dev/fd for its <(...) (udev or systemd make it on a real
 # system; this guest's devtmpfs has none)
 [[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
@@ -360,9 +360,9 @@ if ((run_dkms)); then
 	seed
 	check_err $? "cannot seed /var/lib/dkms"
 	out=$(make -C "$WORK" --no-print-directory dkms-install 2>&1)
-	check_err $? "make dkms-install failed: $(tail -n 5 <<<"$out")"
+	(($? == 0)) || check_err 1 "make dkms-install failed: $(tail -n 5 <<<"$out")"
 	! grep -qiE "will not replace|not newer|--force" <<<"$out"
-	check_err $? "dkms refused: $(grep -iE 'replace|newer|force' <<<"$out")"
+	(($? == 0)) || check_err 1 "dkms refused: $(grep -iE 'replace|newer|force' <<<"$out")"
 	diff -r -q "$PRE/src/ipoib-ng-$VER" "/usr/src/ipoib-ng-$VER" >/dev/null &&
 		diff -r -q "$PRE/src/softib-$VER" "/usr/src/softib-$VER" >/dev/null
 	check_err $? "the host's DKMS builds are of other sources than /usr/src/{ipoib-ng,softib}-$VER (uncommitted files?)"
@@ -373,7 +373,7 @@ if ((run_dkms)); then
 
 	RET=0
 	out=$(make -C "$WORK" --no-print-directory dkms-install 2>&1)
-	check_err $? "second make dkms-install failed: $(tail -n 5 <<<"$out")"
+	(($? == 0)) || check_err 1 "second make dkms-install failed: $(tail -n 5 <<<"$out")"
 	! grep -q "Building module" <<<"$out"
 	check_err $? "the same sources were built again"
 	ours_installed "make dkms-install, again"
@@ -381,12 +381,12 @@ if ((run_dkms)); then
 
 	RET=0
 	out=$(make -C "$WORK" --no-print-directory dkms-uninstall 2>&1)
-	check_err $? "make dkms-uninstall failed: $(tail -n 5 <<<"$out")"
+	(($? == 0)) || check_err 1 "make dkms-uninstall failed: $(tail -n 5 <<<"$out")"
 	[[ ! -e /etc/udev/rules.d/$RULE ]]
 	check_err $? "/etc/udev/rules.d/$RULE left behind"
 	intree_back "make dkms-uninstall"
 	out=$(make -C "$WORK" --no-print-directory dkms-uninstall 2>&1)
-	check_err $? "a second make dkms-uninstall failed: $(tail -n 3 <<<"$out")"
+	(($? == 0)) || check_err 1 "a second make dkms-uninstall failed: $(tail -n 3 <<<"$out")"
 	log_test "make dkms-uninstall: the kernel's ib_ipoib is back, nothing left; twice is harmless"
 else
 	for t in "make dkms-install" "make dkms-install twice" "make dkms-uninstall"; do
@@ -420,7 +420,7 @@ if ((run_deb)); then
 	out=$(dpkg -i "$DEB" 2>&1)
 	check_fail $? "dpkg -i on an OFED host succeeded"
 	grep -q "conflicts with mlnx-ofed-kernel-dkms" <<<"$out"
-	check_err $? "dpkg -i on an OFED host: $(tail -n 4 <<<"$out")"
+	(($? == 0)) || check_err 1 "dpkg -i on an OFED host: $(tail -n 4 <<<"$out")"
 	ktap_diag "OFED host: $(grep -m1 "conflicts with" <<<"$out")"
 	dpkg -r ipoib-ng-dkms >/dev/null 2>&1
 	dpkg -r mlnx-ofed-kernel-dkms >/dev/null && rm -rf /tmp/ipoib-ng-ofed /tmp/ipoib-ng-ofed.deb
@@ -451,20 +451,20 @@ if ((run_deb)); then
 	printf '#!/bin/sh\ncase $1 in --sb-state) echo "SecureBoot enabled" ;; --test-key) echo "$2 is not enrolled" ;; esac\n' \
 		>/usr/local/sbin/mokutil && chmod 755 /usr/local/sbin/mokutil
 	out=$(dpkg -i "$DEB" "$SOFTIB_DEB" 2>&1)
-	check_err $? "dpkg -i failed: $(tail -n 8 <<<"$out")"
+	(($? == 0)) || check_err 1 "dpkg -i failed: $(tail -n 8 <<<"$out")"
 	rm -f /usr/local/sbin/mokutil
 	grep -q "^ipoib-ng: Secure Boot is on and DKMS's signing key /var/lib/dkms/mok.pub is not enrolled" <<<"$out" &&
 		grep -q "^ipoib-ng: enroll the key (mokutil --import /var/lib/dkms/mok.pub" <<<"$out"
-	check_err $? "Secure Boot with DKMS's key not enrolled: no word from the postinst: $(grep ipoib-ng: <<<"$out")"
+	(($? == 0)) || check_err 1 "Secure Boot with DKMS's key not enrolled: no word from the postinst: $(grep ipoib-ng: <<<"$out")"
 	ktap_diag "$(grep -m1 "^ipoib-ng: Secure Boot" <<<"$out")"
 	[[ $(dpkg-query -W -f '${Status} ' ipoib-ng-dkms softib-dkms 2>/dev/null) == "install ok installed install ok installed " ]]
-	check_err $? "dpkg: $(dpkg-query -W -f '${Package} ${Status}, ' ipoib-ng-dkms softib-dkms 2>&1)"
+	(($? == 0)) || check_err 1 "dpkg: $(dpkg-query -W -f '${Package} ${Status}, ' ipoib-ng-dkms softib-dkms 2>&1)"
 	! grep -qiE "will not replace|not newer" <<<"$out"
-	check_err $? "dkms refused: $(grep -iE 'replace|newer' <<<"$out")"
+	(($? == 0)) || check_err 1 "dkms refused: $(grep -iE 'replace|newer' <<<"$out")"
 	for m in ipoib-ng softib; do
 		rm -rf /tmp/ipoib-ng-deb && dpkg-deb -x "$ROOT/.build/deb/$m-dkms_${VER}_all.deb" /tmp/ipoib-ng-deb &&
 			diff -r -q "$PRE/src/$m-$VER" "/tmp/ipoib-ng-deb/usr/src/$m-$VER" >/dev/null
-		check_err $? "$m-dkms's /usr/src/$m-$VER is not what DKMS built from: $(diff -r -q "$PRE/src/$m-$VER" "/tmp/ipoib-ng-deb/usr/src/$m-$VER" 2>&1 | head -n 3)"
+		(($? == 0)) || check_err 1 "$m-dkms's /usr/src/$m-$VER is not what DKMS built from: $(diff -r -q "$PRE/src/$m-$VER" "/tmp/ipoib-ng-deb/usr/src/$m-$VER" 2>&1 | head -n 3)"
 	done
 	[[ ! -e /tmp/ipoib-ng-deb/lib/udev/rules.d/$RULE ]] && ! ls /usr/src/ipoib-ng-"$VER"/drivers/softib >/dev/null 2>&1
 	check_err $? "softib-dkms carries ipoib-ng's rule, or ipoib-ng-dkms softib's sources"
@@ -477,7 +477,7 @@ if ((run_deb)); then
 	ours_installed "dpkg -i"
 	if [[ -n $OTHER ]]; then
 		grep -q "^ipoib-ng: installing for kernel $OTHER as well" <<<"$out"
-		check_err $? "dpkg -i: no install for the second kernel $OTHER: $(grep -E "ipoib-ng|Building" <<<"$out")"
+		(($? == 0)) || check_err 1 "dpkg -i: no install for the second kernel $OTHER: $(grep -E "ipoib-ng|Building" <<<"$out")"
 		if ((LONG)); then
 			p=$(modinfo -k "$OTHER" -n ib_ipoib 2>&1)
 			[[ $p == "/lib/modules/$OTHER/updates/dkms/ib_ipoib.ko"* ]]
@@ -485,14 +485,14 @@ if ((run_deb)); then
 			ktap_diag "second kernel $OTHER: $p"
 		else
 			grep -q "^ipoib-ng: could not build for kernel $OTHER " <<<"$out"
-			check_err $? "dpkg -i: the stand-in kernel's failed build not reported: $(grep ipoib-ng: <<<"$out")"
+			(($? == 0)) || check_err 1 "dpkg -i: the stand-in kernel's failed build not reported: $(grep ipoib-ng: <<<"$out")"
 			ktap_diag "second kernel (stand-in): $(grep "^ipoib-ng: could not build" <<<"$out")"
 		fi
 	else
 		ktap_diag "LONG=1 without the other test kernel's headers: every-kernel install not checked"
 	fi
 	[[ $(<"$UINIT_LOG") == "-u -k all" ]]
-	check_err $? "ib_ipoib in the initramfs: update-initramfs ran as '$(<"$UINIT_LOG")', not '-u -k all'"
+	(($? == 0)) || check_err 1 "ib_ipoib in the initramfs: update-initramfs ran as '$(<"$UINIT_LOG")', not '-u -k all'"
 	log_test "dpkg -i: refused on an OFED host; ours installed for the running kernel and ${OTHER:-no} other kernel, with sources, udev rule, docs; initramfs updated; Secure Boot's key step printed"
 
 	RET=0
@@ -515,17 +515,17 @@ if ((run_deb)); then
 	out=$(modprobe ib_ipoib 2>&1)
 	check_err $? "modprobe ib_ipoib with ours spoilt: $out"
 	[[ -d /sys/module/ib_ipoib && ! -e /sys/module/ib_ipoib/version ]]
-	check_err $? "not the in-tree ib_ipoib that runs: $(ipoib_module_path)"
+	(($? == 0)) || check_err 1 "not the in-tree ib_ipoib that runs: $(ipoib_module_path)"
 	log=$(dmesg | tail -n +$((mark + 1)) | grep "ipoib-ng: ib_ipoib from ipoib-ng did not load")
 	[[ $(grep -c . <<<"$log") == 1 ]]
 	check_err $? "not one log line saying why: '$log'"
 	[[ -s /run/ipoib-ng/fallback ]] && grep -q "did not load" /run/ipoib-ng/fallback
-	check_err $? "/run/ipoib-ng/fallback: $(cat /run/ipoib-ng/fallback 2>&1)"
+	(($? == 0)) || check_err 1 "/run/ipoib-ng/fallback: $(cat /run/ipoib-ng/fallback 2>&1)"
 	ktap_diag "${log#*] }"
 	modprobe -r ib_ipoib && cp /tmp/ipoib-ng-ours.ko "$f" && rm -f /tmp/ipoib-ng-ours.ko
 	check_err $? "cannot put ours back"
 	modprobe ib_ipoib && [[ $(cat /sys/module/ib_ipoib/version 2>/dev/null) == "$VER" ]]
-	check_err $? "ours back: $(ipoib_module_path)"
+	(($? == 0)) || check_err 1 "ours back: $(ipoib_module_path)"
 	[[ ! -e /run/ipoib-ng/fallback ]]
 	check_err $? "/run/ipoib-ng/fallback still there after ours loaded"
 	modprobe -r ib_ipoib
@@ -552,7 +552,7 @@ if ((run_deb)); then
 	# a kernel in the window still gets the module from the same hook
 	out=$(run-parts --report --exit-on-error --arg="$ABI" \
 		--regex '^(dkms|ipoib-ng)$' /etc/kernel/postinst.d 2>&1)
-	check_err $? "the kernel hooks for $ABI: $(tail -n 4 <<<"$out")"
+	(($? == 0)) || check_err 1 "the kernel hooks for $ABI: $(tail -n 4 <<<"$out")"
 	! grep -q "^ipoib-ng:" <<<"$out"
 	check_err $? "ipoib-ng's hook spoke up for $ABI: $out"
 	ours_installed "the kernel hooks for $ABI"
@@ -562,12 +562,12 @@ if ((run_deb)); then
 	RET=0
 	: >"$UINIT_LOG"
 	out=$(dpkg -r ipoib-ng-dkms softib-dkms 2>&1)
-	check_err $? "dpkg -r failed: $(tail -n 5 <<<"$out")"
+	(($? == 0)) || check_err 1 "dpkg -r failed: $(tail -n 5 <<<"$out")"
 	[[ $(<"$UINIT_LOG") == "-u -k all" ]]
-	check_err $? "ib_ipoib in the initramfs: update-initramfs after removal ran as '$(<"$UINIT_LOG")'"
+	(($? == 0)) || check_err 1 "ib_ipoib in the initramfs: update-initramfs after removal ran as '$(<"$UINIT_LOG")'"
 	initramfs_restore
 	[[ ! -e /lib/udev/rules.d/$RULE && ! -e /var/lib/dkms/ipoib-ng && ! -e /var/lib/dkms/softib ]]
-	check_err $? "left behind: $(ls -d /lib/udev/rules.d/$RULE /var/lib/dkms/ipoib-ng /var/lib/dkms/softib 2>/dev/null)"
+	(($? == 0)) || check_err 1 "left behind: $(ls -d /lib/udev/rules.d/$RULE /var/lib/dkms/ipoib-ng /var/lib/dkms/softib 2>/dev/null)"
 	intree_back "dpkg -r"
 	[[ -z $OTHER ]] || rm -rf "/lib/modules/$OTHER"
 	log_test "dpkg -r: the kernel's ib_ipoib is back, DKMS state and rule gone"

@@ -51,7 +51,7 @@ mkdir -p "$REPO/lists/partial" "$REPO/cache/archives/partial" &&
 	cp "$ROOT"/.build/deb/ipoib-ng-dkms_"$VER"_all.deb \
 		"$ROOT"/.build/deb/softib-dkms_"$VER"_all.deb "$REPO/" &&
 	(cd "$REPO" && dpkg-scanpackages . >Packages 2>/dev/null)
-check_err $? "cannot make the repository (make deb: $(tail -n 3 "$ROOT/.build/deb.log" 2>&1))"
+(($? == 0)) || check_err 1 "cannot make the repository (make deb: $(tail -n 3 "$ROOT/.build/deb.log" 2>&1))"
 echo "deb [trusted=yes] file:$REPO ./" >"$REPO/sources.list"
 cat >"$REPO/apt.conf" <<-EOF
 	Dir::Etc::SourceList "$REPO/sources.list";
@@ -63,7 +63,7 @@ EOF
 export APT_CONFIG=$REPO/apt.conf
 out=$(apt-get update 2>&1) &&
 	apt-cache show ipoib-ng-dkms softib-dkms >/dev/null 2>&1
-check_err $? "apt does not see the packages: $(tail -n 3 <<<"$out")"
+(($? == 0)) || check_err 1 "apt does not see the packages: $(tail -n 3 <<<"$out")"
 log_test "the autopkgtest's apt sees both packages"
 
 # ---- the test autodep8 generates, run as autopkgtest runs it -----------
@@ -84,7 +84,7 @@ for p in ipoib-ng-dkms softib-dkms; do
 	check_err $? "dkms-autopkgtest did not test $p"
 done
 [[ $(grep -c "^I: PASS $ABI$" <<<"$out") == 2 ]] && ! grep -q "^I: FAIL" <<<"$out"
-check_err $? "not two passes for $ABI: $(grep -E '^I: (PASS|FAIL|SKIP)' <<<"$out" | tr '\n' ' ')"
+(($? == 0)) || check_err 1 "not two passes for $ABI: $(grep -E '^I: (PASS|FAIL|SKIP)' <<<"$out" | tr '\n' ' ')"
 ktap_diag "$(grep -E '^I: (PASS|FAIL|SKIP)' <<<"$out" | tr '\n' ' ')"
 ((RET)) && ktap_diag "$(tail -n 25 <<<"$out")"
 log_test "dkms-autopkgtest: ipoib-ng-dkms and softib-dkms install, build and install for $ABI"
@@ -94,7 +94,7 @@ apt-get purge -yq ipoib-ng-dkms softib-dkms >/dev/null 2>&1
 check_err $? "apt-get purge failed"
 [[ -z $(dkms status -m ipoib-ng; dkms status -m softib) ]] &&
 	[[ $(modinfo -n ib_ipoib 2>/dev/null) == /lib/modules/$ABI/kernel/* ]]
-check_err $? "left behind: $(dkms status) $(modinfo -n ib_ipoib 2>&1)"
+(($? == 0)) || check_err 1 "left behind: $(dkms status) $(modinfo -n ib_ipoib 2>&1)"
 log_test "the packages are removed again"
 
 ktap_finish

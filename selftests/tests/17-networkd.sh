@@ -124,18 +124,18 @@ mkdir -p /run/systemd/netif/links /run/systemd/netif/leases /run/systemd/netif/l
 nd_pid=$!
 slowwait 60 sh -c 'ip -o addr show dev ib0.8001 | grep -q 192.0.2.11 &&
 	ip -o addr show dev ib0.8002 | grep -q 198.51.100.11' >/dev/null
-check_err $? "children or addresses missing: $(ip -br addr 2>&1 | tr '\n' ';') networkd: $(tail -n 5 /tmp/networkd.log | tr '\n' ';')"
+(($? == 0)) || check_err 1 "children or addresses missing: $(ip -br addr 2>&1 | tr '\n' ';') networkd: $(tail -n 5 /tmp/networkd.log | tr '\n' ';')"
 log_test "networkd creates ib0.8001 and ib0.8002 on ib0 and addresses them"
 
 RET=0
 d=$(ip -d link show ib0.8001)
 [[ $d == *"link/infiniband"*"ipoib pkey 0x8001 mode $MODE umcast 0001"* ]]
-check_err $? "ib0.8001: $(grep -o 'ipoib.*' <<<"$d")"
+(($? == 0)) || check_err 1 "ib0.8001: $(grep -o 'ipoib.*' <<<"$d")"
 [[ $d == *"@ib0:"* ]]
-check_err $? "ib0.8001 is not on ib0: $(head -n 1 <<<"$d")"
+(($? == 0)) || check_err 1 "ib0.8001 is not on ib0: $(head -n 1 <<<"$d")"
 d=$(ip -d link show ib0.8002)
 [[ $d == *"ipoib pkey 0x8002 mode datagram umcast 0000"* ]]
-check_err $? "ib0.8002 (PartitionKey=32770): $(grep -o 'ipoib.*' <<<"$d")"
+(($? == 0)) || check_err 1 "ib0.8002 (PartitionKey=32770): $(grep -o 'ipoib.*' <<<"$d")"
 log_test "P_Key (hex and decimal), Mode= and IgnoreUserspaceMulticastGroups= applied"
 
 # gid DEV: the GID part (last 16 bytes) of DEV's hardware address

@@ -34,13 +34,13 @@ for p in 0 1; do
 	   $(cat /sys/class/net/ib$p/addr_len) == 20 ]]
 	check_err $? "ib$p: type/dev_port/addr_len"
 	[[ $(cat /sys/class/net/ib$p/address) == ??:??:??:??:fe:80:00:00:00:00:00:00:02:11:0b:ff:00:00:00:0$((p + 1)) ]]
-	check_err $? "ib$p address $(cat /sys/class/net/ib$p/address) does not end in the port GID"
+	(($? == 0)) || check_err 1 "ib$p address $(cat /sys/class/net/ib$p/address) does not end in the port GID"
 	[[ $(cat /sys/class/net/ib$p/broadcast) == 00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff ]]
-	check_err $? "ib$p broadcast $(cat /sys/class/net/ib$p/broadcast)"
+	(($? == 0)) || check_err 1 "ib$p broadcast $(cat /sys/class/net/ib$p/broadcast)"
 	[[ $(ethtool -i ib$p | sed -n 's/^driver: //p') == ib_ipoib ]]
 	check_err $? "ib$p ethtool driver"
 	ip -d link show ib$p | grep -q "ipoib pkey 0xffff mode datagram"
-	check_err $? "ib$p: ip -d link: $(ip -d link show ib$p | grep ipoib)"
+	(($? == 0)) || check_err 1 "ib$p: ip -d link: $(ip -d link show ib$p | grep ipoib)"
 done
 log_test "one IPoIB interface per port with the in-tree identity"
 
@@ -49,9 +49,9 @@ RET=0
 [[ ! -d /sys/module/ib_ipoib ]]
 check_err $? "ib_ipoib still loaded"
 [[ $(cat $OBJ) == "$baseline" ]]
-check_err $? "softib objects after unload: $(cat $OBJ | tr '\n' ' ') (before: $(tr '\n' ' ' <<<"$baseline"))"
+(($? == 0)) || check_err 1 "softib objects after unload: $(cat $OBJ | tr '\n' ' ') (before: $(tr '\n' ' ' <<<"$baseline"))"
 [[ $(refcnt softib) -eq 0 ]]
-check_err $? "softib refcnt $(refcnt softib)"
+(($? == 0)) || check_err 1 "softib refcnt $(refcnt softib)"
 log_test "ib_ipoib unloads and releases every verbs object"
 
 load_ipoib

@@ -51,11 +51,11 @@ slowwait 10 test -d /sys/class/net/ib1 >/dev/null
 check_err $? "no ib1 after the load"
 [[ $(param send_queue_size) == 128 && $(param recv_queue_size) == 8192 &&
    $(param max_nonsrq_conn_qp) == 4096 ]]
-check_err $? "ring sizes $(param send_queue_size)/$(param recv_queue_size), max_nonsrq_conn_qp $(param max_nonsrq_conn_qp)"
+(($? == 0)) || check_err 1 "ring sizes $(param send_queue_size)/$(param recv_queue_size), max_nonsrq_conn_qp $(param max_nonsrq_conn_qp)"
 if [[ $IPOIB == ours ]]; then
 	[[ $(param max_paths) == 16 && $(param max_sendonly) == 1 &&
 	   $(param max_full_groups) == 65536 && $(param max_cm_active) == 1 ]]
-	check_err $? "max_paths $(param max_paths) max_sendonly $(param max_sendonly) max_full_groups $(param max_full_groups) max_cm_active $(param max_cm_active)"
+	(($? == 0)) || check_err 1 "max_paths $(param max_paths) max_sendonly $(param max_sendonly) max_full_groups $(param max_full_groups) max_cm_active $(param max_cm_active)"
 	log=$(log_since "$mark")
 	for w in "send_queue_size=100 is outside 128..8192: using 128" \
 		 "recv_queue_size=99999 is outside 2..8192: using 8192" \
@@ -83,7 +83,7 @@ if [[ $IPOIB == ours ]]; then
 	slowwait 10 test -d /sys/class/net/ib1 >/dev/null
 	check_err $? "no ib1 after the load"
 	[[ $(param send_queue_size) == 128 && $(param max_paths) == 65536 ]]
-	check_err $? "send_queue_size $(param send_queue_size), max_paths $(param max_paths): not the defaults"
+	(($? == 0)) || check_err 1 "send_queue_size $(param send_queue_size), max_paths $(param max_paths): not the defaults"
 	log=$(log_since "$mark")
 	for w in "send_queue_size=abc is not a number: using the default 128 (range 128..8192)" \
 		 "max_paths=4k is not a number: using the default 65536 (range 16..1048576)"; do
@@ -115,12 +115,12 @@ if [[ $IPOIB == ours ]]; then
 		grep -q "Invalid argument" <<<"$err"
 		check_err $? "$name=$bad: '$err' is not EINVAL"
 		[[ $(param "$name") == "$old" ]]
-		check_err $? "$name changed to $(param "$name") by a refused write"
+		(($? == 0)) || check_err 1 "$name changed to $(param "$name") by a refused write"
 		log_since "$mark" | grep -q "ib_ipoib: $name refused: give a number in $range"
 		check_err $? "$name=$bad: no log line naming the range"
 	done
 	echo 64 >$P/max_paths && [[ $(param max_paths) == 64 ]]
-	check_err $? "max_paths 64 at run time: reads $(param max_paths)"
+	(($? == 0)) || check_err 1 "max_paths 64 at run time: reads $(param max_paths)"
 	log_test "at run time a bad value is refused with EINVAL and logged, a good one taken"
 else
 	ktap_skip "at run time a bad value is refused" "in-tree's parameters are read-only"

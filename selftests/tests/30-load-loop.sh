@@ -50,7 +50,7 @@ for ((i = 1; i <= LOOPS; i++)); do
 	unload_ipoib
 	check_err $? "round $i: ib_ipoib unload"
 	[[ $(cat $OBJ) == "$base" ]]
-	check_err $? "round $i: verbs objects left: $(tr '\n' ' ' <$OBJ)"
+	(($? == 0)) || check_err 1 "round $i: verbs objects left: $(tr '\n' ' ' <$OBJ)"
 	unload_softib
 	check_err $? "round $i: softib unload"
 	[[ $RET -eq 0 ]] || break
@@ -59,9 +59,9 @@ log_test "$LOOPS load/unload rounds"
 
 RET=0
 [[ $(cat /sys/module/ib_core/refcnt) -eq $core_ref ]]
-check_err $? "ib_core refcnt $(cat /sys/module/ib_core/refcnt), was $core_ref"
+(($? == 0)) || check_err 1 "ib_core refcnt $(cat /sys/module/ib_core/refcnt), was $core_ref"
 ! grep -qiE '^(softib|ipoib)' /proc/slabinfo
-check_err $? "slab caches left: $(grep -iE '^(softib|ipoib)' /proc/slabinfo)"
+(($? == 0)) || check_err 1 "slab caches left: $(grep -iE '^(softib|ipoib)' /proc/slabinfo)"
 log_test "no module references or slab caches left"
 
 # A leaked QP, CQ or SRQ costs at least its ring (a page or more), and is

@@ -132,7 +132,7 @@ if [[ $IPOIB == ours ]]; then
 	[[ $(rings "$A" ib0) == "128 256" ]] &&
 		grep -A2 "^Pre-set" <<<"$g" | grep -qE "^RX:[[:space:]]+8192$" &&
 		grep -A4 "^Pre-set" <<<"$g" | grep -qE "^TX:[[:space:]]+8192$"
-	check_err $? "ethtool -g: $(xargs <<<"$g")"
+	(($? == 0)) || check_err 1 "ethtool -g: $(xargs <<<"$g")"
 	log_test "ethtool -g: tx 128, rx 256 (the module parameters), maxima 8192"
 else
 	check_fail $rc "in-tree answered ethtool -g: $g"
@@ -153,9 +153,9 @@ if [[ $IPOIB == ours ]]; then
 		check_err $? "ethtool -G ib0 $args: $out (not EINVAL)"
 	done
 	dmesg | grep -F -A100 "$mark" | grep -q "ib0: rings of tx 64 rx 256 refused: tx takes 128-8192, rx 2-8192"
-	check_err $? "no log line for tx 64: $(dmesg | grep -F -A100 "$mark" | tail -3 | xargs)"
+	(($? == 0)) || check_err 1 "no log line for tx 64: $(dmesg | grep -F -A100 "$mark" | tail -3 | xargs)"
 	[[ $(rings "$A" ib0) == "128 256" && $(ipoib_hwaddr "$A" ib0) == "$hw0" ]]
-	check_err $? "rings or address changed by a refusal: $(rings "$A" ib0)"
+	(($? == 0)) || check_err 1 "rings or address changed by a refusal: $(rings "$A" ib0)"
 	log_test "out-of-range sizes: EINVAL, a log line with the ranges, nothing changed"
 else
 	out=$(ip netns exec "$A" ethtool -G ib0 rx 512 2>&1)
@@ -183,9 +183,9 @@ if [[ $IPOIB == ours ]]; then
 	grep -q "Cannot allocate memory" <<<"$out"
 	check_err $? "not ENOMEM: $out"
 	[[ $(rings "$A" ib0) == "128 256" && $(ipoib_hwaddr "$A" ib0) == "$hw0" ]]
-	check_err $? "rings or address changed by the refusal: $(rings "$A" ib0)"
+	(($? == 0)) || check_err 1 "rings or address changed by the refusal: $(rings "$A" ib0)"
 	softib_objs_le "$objs"
-	check_err $? "objects left by the refusal: $objs -> $(softib_objs)"
+	(($? == 0)) || check_err 1 "objects left by the refusal: $objs -> $(softib_objs)"
 	ip netns exec "$A" ping -c 1 -W 3 192.0.2.2 >/dev/null
 	check_err $? "ib0 carries no ping after the refusal"
 	log_test "the HCA refuses the new QP: ENOMEM, the old rings and address stay, ib0 runs on"
@@ -200,7 +200,7 @@ ktap_diag "datagram: $STREAM"
 if [[ $IPOIB == ours ]]; then
 	check_err "$CMD_RC" "ethtool -G on ib0 or ib1 refused"
 	[[ $(rings "$A" ib0) == "1024 1024" && $(rings "$B" ib1) == "512 512" ]]
-	check_err $? "rings: ib0 $(rings "$A" ib0), ib1 $(rings "$B" ib1)"
+	(($? == 0)) || check_err 1 "rings: ib0 $(rings "$A" ib0), ib1 $(rings "$B" ib1)"
 	dmesg | grep -q "ib0: tx ring of 1000 rounded up to 1024 (a power of two)"
 	check_err $? "no log line for the rounding"
 	hwb=$(ipoib_hwaddr "$B" ib1)
@@ -209,7 +209,7 @@ if [[ $IPOIB == ours ]]; then
 	check_err "$NEIGH_B" "B's entries for ib0 ($HW1) not updated: $NEIGH_B_SEEN"
 	ktap_diag "datagram: B's entries for ib0 followed: $NEIGH_MS"
 	slowwait 2 neigh_is "$A" ib0 192.0.2.2 "$hwb" >/dev/null
-	check_err $? "A's entry for ib1 ($hwb) not updated: $(neigh_ll "$A" ib0 192.0.2.2)"
+	(($? == 0)) || check_err 1 "A's entry for ib1 ($hwb) not updated: $(neigh_ll "$A" ib0 192.0.2.2)"
 	log_test "datagram: rings changed on both ends under a TCP stream, peers told the new addresses"
 else
 	check_fail "$CMD_RC" "in-tree took ethtool -G"
@@ -232,7 +232,7 @@ if [[ $IPOIB == ours ]]; then
 	check_err "$CMD_RC" "ethtool -G ib0 tx 256 rx 512 refused"
 	check_err "$NEIGH_B" "B's entries for ib0 ($HW1) not updated: $NEIGH_B_SEEN"
 	[[ $(rings "$A" ib0) == "256 512" ]]
-	check_err $? "rings: ib0 $(rings "$A" ib0)"
+	(($? == 0)) || check_err 1 "rings: ib0 $(rings "$A" ib0)"
 	ip netns exec "$A" ping -c 2 -i 0.2 -w 5 -W 3 -s 9000 192.0.2.2 >/dev/null
 	check_err $? "no 9000-byte ping over a new connection"
 	log_test "connected: rings changed under a TCP stream, connections made anew"
@@ -252,7 +252,7 @@ if [[ $IPOIB == ours ]]; then
 	check_fail $? "ethtool -G ib0 rx 1024 taken with QP creation failing"
 	echo 0 >"$SOFTIB_DBG/fault/fail_create_qp"
 	[[ $(rings "$A" ib0) == "256 512" ]]
-	check_err $? "rings changed by the refusal: $(rings "$A" ib0)"
+	(($? == 0)) || check_err 1 "rings changed by the refusal: $(rings "$A" ib0)"
 	slowwait 20 ipoib_lower_up "$A" ib0 >/dev/null &&
 		ip netns exec "$B" ping -c 2 -i 0.2 -w 5 -W 3 -s 9000 192.0.2.1 >/dev/null &&
 		ip netns exec "$A" ping -c 2 -i 0.2 -w 5 -W 3 -s 9000 192.0.2.2 >/dev/null
@@ -272,7 +272,7 @@ if [[ $IPOIB == ours ]]; then
 	check_err $? "rings back to 128/256"
 fi
 slowwait 20 objs_back >/dev/null
-check_err $? "softib objects: $snap at the start, $(qp_objs) now"
+(($? == 0)) || check_err 1 "softib objects: $snap at the start, $(qp_objs) now"
 log_test "no verbs object left behind"
 
 ktap_finish

@@ -40,7 +40,7 @@ for pair in "$A ib0" "$B ib1"; do
 	ip -n "$1" link set "$2" mtu 65520
 	check_err $? "$2: MTU 65520 refused"
 	[[ $(ip netns exec "$1" cat /sys/class/net/$2/mode) == connected ]]
-	check_err $? "$2: mode reads $(ip netns exec "$1" cat /sys/class/net/"$2"/mode)"
+	(($? == 0)) || check_err 1 "$2: mode reads $(ip netns exec "$1" cat /sys/class/net/"$2"/mode)"
 done
 log_test "mode connected and MTU 65520 on both ends"
 
@@ -81,7 +81,7 @@ ip -n "$A" neigh replace 192.0.2.2 lladdr "00${hw:2}" dev ib0 nud permanent
 check_err $? "static neighbour without the CM flag"
 out=$(ip netns exec "$A" ping -c 1 -W 2 -M do -s 4000 192.0.2.2 2>&1)
 grep -q "mtu = 2044" <<<"$out"
-check_err $? "no frag-needed with mtu 2044: $(head -3 <<<"$out" | xargs)"
+(($? == 0)) || check_err 1 "no frag-needed with mtu 2044: $(head -3 <<<"$out" | xargs)"
 ip netns exec "$A" ping -c 1 -W 2 -s 1000 192.0.2.2 >/dev/null
 check_err $? "the UD-only peer does not answer small pings"
 ip -n "$A" neigh del 192.0.2.2 dev ib0

@@ -123,7 +123,7 @@ fi
 
 RET=0
 [[ -z $log ]]
-check_err $? "$(head -3 <<<"$log")"
+(($? == 0)) || check_err 1 "$(head -3 <<<"$log")"
 log_test "no post_send failure logged"
 
 RET=0

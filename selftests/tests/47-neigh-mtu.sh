@@ -26,12 +26,12 @@ ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 check_err $? "IPv4 ping"
 hwb=$(ipoib_hwaddr "$B" ib1)
 ip -n "$A" neigh show 192.0.2.2 dev ib0 | grep -q "lladdr $hwb "
-check_err $? "ARP entry: $(ip -n "$A" neigh show dev ib0) (want $hwb)"
+(($? == 0)) || check_err 1 "ARP entry: $(ip -n "$A" neigh show dev ib0) (want $hwb)"
 slowwait 10 test -n "$(ll_addr "$B" ib1)" >/dev/null
 ip netns exec "$A" ping -6 -c 2 -W 2 "$(ll_addr "$B" ib1)%ib0" >/dev/null
 check_err $? "IPv6 ping"
 ip -n "$A" -6 neigh show "$(ll_addr "$B" ib1)" dev ib0 | grep -q "lladdr $hwb "
-check_err $? "ND entry: $(ip -n "$A" -6 neigh show dev ib0)"
+(($? == 0)) || check_err 1 "ND entry: $(ip -n "$A" -6 neigh show dev ib0)"
 log_test "ARP and ND entries carry the peer's 20-byte address"
 
 RET=0
@@ -45,9 +45,9 @@ RET=0
 ip -n "$A" link set ib0 mtu 3000
 check_err $? "MTU 3000 refused"
 [[ $(mtu "$A" ib0) == 2044 ]]
-check_err $? "MTU 3000 gave $(mtu "$A" ib0), not the group's 2044"
+(($? == 0)) || check_err 1 "MTU 3000 gave $(mtu "$A" ib0), not the group's 2044"
 ip -n "$A" link set ib0 mtu 1500 && [[ $(mtu "$A" ib0) == 1500 ]]
-check_err $? "MTU 1500 gave $(mtu "$A" ib0)"
+(($? == 0)) || check_err 1 "MTU 1500 gave $(mtu "$A" ib0)"
 ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 -s 1472 -M do 192.0.2.2 >/dev/null
 check_err $? "full-size ping at MTU 1500"
 log_test "effective MTU is min(admin, broadcast group)"

@@ -77,7 +77,7 @@ if [[ $IPOIB == ours ]]; then
 	check_err $? "only $reached of $N peers reached ib0"
 	out=$(ip netns exec "${peers[N - 1]}" ping -c 1 -W 2 -M do -s 4000 192.0.2.1 2>&1)
 	grep -q "mtu = 2044" <<<"$out"
-	check_err $? "refused peer: no frag-needed with mtu 2044: $(head -3 <<<"$out" | xargs)"
+	(($? == 0)) || check_err 1 "refused peer: no frag-needed with mtu 2044: $(head -3 <<<"$out" | xargs)"
 	log_test "refused peers fall back to UD and still work; DF 4000 gets frag-needed"
 else
 	ktap_skip "refused peers fall back to UD" "in-tree has no UD fallback: refused peers are black-holed ($reached of $N reached)"

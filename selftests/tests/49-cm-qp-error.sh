@@ -68,7 +68,7 @@ check_err $? "no passive RC QP on ib0's port"
 qpns=$(rc_qpns 1)
 qpn=$(head -1 <<<"$qpns")
 [[ $(wc -w <<<"$qpns") == 1 && -n $qpn ]]
-check_err $? "expected one passive RC QP on ib0's port, found: $(xargs <<<"$qpns")"
+(($? == 0)) || check_err 1 "expected one passive RC QP on ib0's port, found: $(xargs <<<"$qpns")"
 log_test "ib1 connected to ib0 (one passive QP without SRQ)"
 
 RET=0
@@ -76,7 +76,7 @@ echo "$qpn" >"$SOFTIB_DBG/fault/qp_error"
 check_err $? "fault/qp_error $qpn"
 t0=$EPOCHREALTIME
 busywait 3000 sh -c "! rdma res show qp link softib0/1 lqpn $qpn 2>/dev/null | grep -q RC" >/dev/null
-check_err $? "QPN $qpn is still there 3 s after the HCA failed it: $(rdma res show qp link softib0/1 lqpn "$qpn" 2>&1 | xargs)"
+(($? == 0)) || check_err 1 "QPN $qpn is still there 3 s after the HCA failed it: $(rdma res show qp link softib0/1 lqpn "$qpn" 2>&1 | xargs)"
 ktap_diag "the failed QP went after $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s"
 log_test "a passive QP the HCA failed is destroyed within 3 s"
 

@@ -68,7 +68,7 @@ slowwait 20 sh -c "ip netns exec $A ping -c 1 -W 1 192.0.2.2 >/dev/null && rdma 
 check_err $? "no connection from ib0 to ib1"
 stuck=$(rc_qpns 2)
 [[ $(wc -w <<<"$stuck") == 1 ]]
-check_err $? "expected one RC QP on port 2 (ib1's passive), found: $(xargs <<<"$stuck")"
+(($? == 0)) || check_err 1 "expected one RC QP on port 2 (ib1's passive), found: $(xargs <<<"$stuck")"
 slowwait 20 ip netns exec "$A" ping -c 1 -W 1 192.0.2.3 >/dev/null
 check_err $? "no ping from ib0 to peer1"
 log_test "ib0 connected to ib1 (passive QPN ${stuck:-?}) and to peer1"
@@ -105,7 +105,7 @@ got=$(received "$out")
 slowest=$(sed -n 's|^rtt [^=]*= [^/]*/[^/]*/\([0-9]*\).*|\1|p' <<<"$out")
 ktap_diag "pings to peer1 while ib1 is stuck: ${got:-?}/30 answered, the slowest in ${slowest:-?} ms"
 [[ $got == 30 ]]
-check_err $? "pings to the healthy peer were lost while another was stuck: $(tail -2 <<<"$out" | head -1)"
+(($? == 0)) || check_err 1 "pings to the healthy peer were lost while another was stuck: $(tail -2 <<<"$out" | head -1)"
 # Not a speed figure: a ping that waited for the stuck peer's sends (the
 # whole ring, until its RNR retries ran out: seconds) is a stopped queue,
 # which its share allows for 100 ms at most; a second is far from both.
@@ -118,7 +118,7 @@ RET=0
 to1=$(tx_timeouts)
 said=$(dmesg | grep -F -A1000000 "$mark" | grep -E "restarting the interface|transmit queue 0 timed out")
 [[ $to1 == "$to0" && -z $said ]]
-check_err $? "the transmit watchdog fired (tx_timeout $to0 -> $to1): $(head -1 <<<"$said")"
+(($? == 0)) || check_err 1 "the transmit watchdog fired (tx_timeout $to0 -> $to1): $(head -1 <<<"$said")"
 log_test "no transmit timeout"
 
 if [[ $IPOIB == ours ]]; then

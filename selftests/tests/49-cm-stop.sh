@@ -103,7 +103,7 @@ check_err $? "$N children up"
 slowwait 20 ipoib_lower_up "$A" ib0 >/dev/null
 check_err $? "ib0 has no carrier"
 slowwait 120 children_up >/dev/null
-check_err $? "children without carrier: $(ip -n "$B" -o link show | grep ' c[0-9]*@' | grep -vc LOWER_UP)"
+(($? == 0)) || check_err 1 "children without carrier: $(ip -n "$B" -o link show | grep ' c[0-9]*@' | grep -vc LOWER_UP)"
 setup_rc=$RET
 log_test "ib0 connected in A, $N children of ib1 in B"
 ((setup_rc == 0)) || ktap_finish
@@ -160,7 +160,7 @@ ktap_diag "ib0 down with $rc1 connections took $down_ms ms (rtnl held throughout
 check_err $? "ib0 down took $down_ms ms (limit $LIMIT_MS)"
 if [[ $IPOIB == ours ]]; then
 	! dmesg | grep -F -A1000000 "$mark" | grep -qE "not drained|not flushed"
-	check_err $? "$(dmesg | grep -E 'not drained|not flushed' | tail -1)"
+	(($? == 0)) || check_err 1 "$(dmesg | grep -E 'not drained|not flushed' | tail -1)"
 fi
 log_test "ib0 down with $N connections holds rtnl under $LIMIT_MS ms"
 
@@ -181,7 +181,7 @@ ip netns exec "$A" sh -c "echo connected > /sys/class/net/ib0/mode" &&
 	ip -n "$A" link set ib0 down
 check_err $? "connected, and down again"
 slowwait 120 sh -c "! rdma res show qp link softib0/1 | grep -q 'type RC'" >/dev/null
-check_err $? "RC QPs left on ib0's port: $(rc_count 1)"
+(($? == 0)) || check_err 1 "RC QPs left on ib0's port: $(rc_count 1)"
 log_test "up at once, mode changes and down again; every RC QP of ib0 goes"
 
 RET=0
@@ -190,7 +190,7 @@ unload_ipoib
 check_err $? "rmmod ib_ipoib"
 ktap_diag "ib_ipoib unloaded in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
 slowwait 10 softib_objs_le "$objs_base" >/dev/null
-check_err $? "without ib_ipoib, softib objects before: $objs_base; after: $(softib_objs)"
+(($? == 0)) || check_err 1 "without ib_ipoib, softib objects before: $objs_base; after: $(softib_objs)"
 log_test "no leak: softib's objects back where they were once ib_ipoib is unloaded"
 
 ktap_finish

@@ -70,7 +70,7 @@ softib_policy "Default=0x7fff, ipoib : ALL=full;" \
 	"p3=0x0003, ipoib : 0x02110bff00000001=full, 0x02110bff00000002=limited;"
 RET=0
 [[ $(cat $SYS/ports/2/pkeys/3) == 0x0003 && $(cat $SYS/ports/1/pkeys/3) == 0x8003 ]]
-check_err $? "P_Key 3: port1 $(cat $SYS/ports/1/pkeys/3) port2 $(cat $SYS/ports/2/pkeys/3)"
+(($? == 0)) || check_err 1 "P_Key 3: port1 $(cat $SYS/ports/1/pkeys/3) port2 $(cat $SYS/ports/2/pkeys/3)"
 ipoib_child "$A" ib0 8003 100.64.3.1/24 && ipoib_child "$B" ib1 8003 100.64.3.2/24 &&
 	slowwait 20 ipoib_lower_up "$A" ib0.8003 && slowwait 20 ipoib_lower_up "$B" ib1.8003
 check_err $? "0x8003 children have no carrier"
@@ -85,7 +85,7 @@ softib_policy "Default=0x7fff, ipoib : ALL=full;" \
 	"p3=0x0003, ipoib, defmember=limited : ALL;"
 RET=0
 [[ $(cat $SYS/ports/1/pkeys/3) == 0x0003 ]]
-check_err $? "port 1 P_Key 3 is $(cat $SYS/ports/1/pkeys/3)"
+(($? == 0)) || check_err 1 "port 1 P_Key 3 is $(cat $SYS/ports/1/pkeys/3)"
 lladdr=$(ipoib_hwaddr "$B" ib1.8003)
 ip -n "$A" neigh replace 100.64.3.2 lladdr "$lladdr" dev ib0.8003 nud permanent
 before=$(softib_counter 2 drop_pkey)

@@ -56,7 +56,7 @@ check_fail $? "sa_delay_ms took 60001 (at most 60000)"
 echo soon >"$F" 2>/dev/null
 check_fail $? "sa_delay_ms took 'soon'"
 echo "$SLOW" >"$F" && [[ $(<"$F") == "$SLOW" ]]
-check_err $? "sa_delay_ms reads $(<"$F"), not $SLOW"
+(($? == 0)) || check_err 1 "sa_delay_ms reads $(<"$F"), not $SLOW"
 defer sh -c "echo 0 >$F"
 log_test "fault/sa_delay_ms: 0-60000 taken, the rest refused"
 
@@ -72,7 +72,7 @@ check_err $? "no ping with the SA slow"
 d1=$(softib_stat sa_replies_delayed)
 ktap_diag "SA answers held back: $((d1 - d0))"
 ((d1 - d0 >= 2))
-check_err $? "only $((d1 - d0)) SA answers were held back (a join and a path query at least)"
+(($? == 0)) || check_err 1 "only $((d1 - d0)) SA answers were held back (a join and a path query at least)"
 log_test "the SA answers ${SLOW} ms late: ib1 joins and resolves anyway"
 
 # up_in_b KIND: B's interface for KIND comes up knowing no path (ib1 is
@@ -132,7 +132,7 @@ log_test "ifdown, child delete and rmmod with a path query in flight"
 # ---- the late answers ----
 RET=0
 slowwait_eq $DRAIN 0 softib_stat sa_replies_waiting
-check_err $? "$(softib_stat sa_replies_waiting) SA answers still held back"
+(($? == 0)) || check_err 1 "$(softib_stat sa_replies_waiting) SA answers still held back"
 echo 0 >"$F"
 ipoib_fabric_reload &&
 	slowwait 30 ip netns exec "$A" ping -c 1 -W 2 192.0.2.2 >/dev/null &&

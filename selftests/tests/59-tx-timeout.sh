@@ -43,7 +43,7 @@ tx_timed_out() { (($(tx_timeouts) >= 1)); }
 RET=0
 qpn=$(ud_qpns 1)
 [[ $(wc -w <<<"$qpn") == 1 ]]
-check_err $? "expected one UD QP on port 1, found: $(xargs <<<"$qpn")"
+(($? == 0)) || check_err 1 "expected one UD QP on port 1, found: $(xargs <<<"$qpn")"
 mark="59-tx-timeout: stalled ($IPOIB, $$)"
 echo "$mark" >/dev/kmsg
 echo "$qpn" >"$SOFTIB_DBG/fault/stall_sends"
@@ -64,7 +64,7 @@ PY
 # timed out"); whether a ping fails meanwhile depends on how soon ours
 # restarts (on a slow kernel, before a ping could be tried)
 slowwait 30 tx_timed_out >/dev/null
-check_err $? "the transmit watchdog did not fire for ib0 (tx_timeout $(tx_timeouts))"
+(($? == 0)) || check_err 1 "the transmit watchdog did not fire for ib0 (tx_timeout $(tx_timeouts))"
 ktap_diag "$(dmesg | grep -F -A1000000 "$mark" | grep -m1 'transmit queue 0 timed out')"
 log_test "a stalled send queue: ib0's transmit watchdog fires"
 
@@ -76,7 +76,7 @@ if [[ $IPOIB == ours ]]; then
 	said=$(dmesg | grep -F -A1000000 "$mark" | grep -E "restarting the interface|not flushed after 5s" | xargs)
 	ktap_diag "ours: ${said:-said nothing}"
 	[[ $(ipoib_dbg_stat ib0 tx_timeouts) == 1 ]]
-	check_err $? "debugfs stats: tx_timeouts $(ipoib_dbg_stat ib0 tx_timeouts), not 1"
+	(($? == 0)) || check_err 1 "debugfs stats: tx_timeouts $(ipoib_dbg_stat ib0 tx_timeouts), not 1"
 	log_test "ours restarts ib0 on its own; pings work again"
 elif [[ $(uname -r) == 6.1.* ]]; then
 	sleep 8
@@ -100,7 +100,7 @@ RET=0
 ip netns exec "$A" ping -c 20 -i 0.1 -W 1 192.0.2.2 >/dev/null
 check_err $? "lost pings after the recovery"
 [[ $IPOIB != ours || $(ipoib_dbg_stat ib0 tx_timeouts) == 1 ]]
-check_err $? "another transmit timeout: tx_timeouts $(ipoib_dbg_stat ib0 tx_timeouts)"
+(($? == 0)) || check_err 1 "another transmit timeout: tx_timeouts $(ipoib_dbg_stat ib0 tx_timeouts)"
 log_test "20 pings, no further timeout"
 
 ktap_finish

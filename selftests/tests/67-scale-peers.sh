@@ -84,7 +84,7 @@ mem=$(( (slab1 - slab0) * 1024 / N ))
 ktap_diag "UDP receive buffer errors in A: $(ip netns exec "$A" awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; h = 1 } else print $c }' /proc/net/snmp)"
 ktap_diag "figures: N=$N reach_all=${reach}s queries_per_peer=$qpp evictions=$(( ${ev1:-0} - ${ev0:-0} )) slab_per_peer=${mem}B p50=$(field p50_us "$last")us p99=$(field p99_us "$last")us guest_cpu=${cpu}%"
 [[ $(field answered "$r0") == "$N" && $(field answered "$last") == "$N" ]]
-check_err $? "not every peer answered: first round $(field answered "$r0"), last $(field answered "$last") of $N"
+(($? == 0)) || check_err 1 "not every peer answered: first round $(field answered "$r0"), last $(field answered "$last") of $N"
 if ((RET)); then
 	for ip in $(field silent "$last" | tr -d "[]',"); do
 		ktap_diag "silent $ip: $(ip -n "$A" neigh show "$ip")"
@@ -98,15 +98,15 @@ log_test "all $N peers answer, in the first round and the last"
 
 RET=0
 awk -v q=$((q1 - q0)) -v n="$N" 'BEGIN { exit !(q <= 1.1 * n) }'
-check_err $? "$((q1 - q0)) PathRecord queries for $N peers ($qpp a peer)"
+(($? == 0)) || check_err 1 "$((q1 - q0)) PathRecord queries for $N peers ($qpp a peer)"
 log_test "at most 1.1 PathRecord queries a peer over $ROUNDS rounds ($qpp)"
 
 RET=0
 if [[ $IPOIB == ours ]]; then
 	((ev1 == ev0))
-	check_err $? "$((ev1 - ev0)) paths evicted during the sweep"
+	(($? == 0)) || check_err 1 "$((ev1 - ev0)) paths evicted during the sweep"
 	[[ $(ours_stat paths) -ge $N ]]
-	check_err $? "ib0 holds $(ours_stat paths) paths for $N peers"
+	(($? == 0)) || check_err 1 "ib0 holds $(ours_stat paths) paths for $N peers"
 	log_test "no path evicted, a path a peer held"
 else
 	ktap_skip "no path evicted, a path a peer held" "in-tree: no path bound to evict by"
@@ -139,21 +139,21 @@ peers_event_round() {
 		again=$(awk -v a="$t0" -v b="$(field end "$full")" 'BEGIN { printf "%.1f", b - a }')
 	ktap_diag "figures: event=$ev N=$N peak_queries_per_sec=$peak queries=$((q1 - q0)) revalidated=$(( ${rv1:-0} - ${rv0:-0} )) first_round_answered=$(field answered "$r0") all_answered_after=${again}s"
 	awk -v s="$again" 'BEGIN { exit !(s >= 0 && s <= 30) }'
-	check_err $? "after $ev, no round reached all $N peers within 30 s (first round: $(field answered "$r0"); a full round ${again}s after the event)"
+	(($? == 0)) || check_err 1 "after $ev, no round reached all $N peers within 30 s (first round: $(field answered "$r0"); a full round ${again}s after the event)"
 	log_test "after $ev every peer answers within 30 s (${again}s)"
 
 	RET=0
 	if [[ $IPOIB == ours && $ev == pkey_change ]]; then
 		# the new entry changes no path: nothing to ask
 		((rv1 == rv0 && peak == 0))
-		check_err $? "$((rv1 - rv0)) paths asked for again, $peak queries in the busiest second"
+		(($? == 0)) || check_err 1 "$((rv1 - rv0)) paths asked for again, $peak queries in the busiest second"
 		log_test "$ev: no path asked for again (ib0's P_Key kept its index)"
 	elif [[ $IPOIB == ours ]]; then
 		rate=$(</sys/module/ib_ipoib/parameters/revalidate_rate)
 		# every path asked for again (N / rate seconds from the event)
 		slowwait $((2 * N / rate + 10)) sh -c \
 			"[ \$(awk '\$1 == \"path_revalidations\" { print \$2 }' $(ipoib_dbg_dir ib0)/stats) -ge $((rv0 + N)) ]" >/dev/null
-		check_err $? "only $(($(ours_stat path_revalidations) - rv0)) of $N paths asked for again"
+		(($? == 0)) || check_err 1 "only $(($(ours_stat path_revalidations) - rv0)) of $N paths asked for again"
 		peak=$(<"$SOFTIB_DBG/sa_path_peak")
 		((peak <= rate * 11 / 10 + 10))
 		check_err $? "the SA's busiest second had $peak queries (revalidate_rate $rate)"
@@ -197,7 +197,7 @@ if [[ $IPOIB == ours ]]; then
 fi
 ktap_diag "figures: connected $line"
 [[ $(field answered "$r0") == "$N" && $(field answered "$last") == "$N" ]]
-check_err $? "not every peer answered in connected mode: first round $(field answered "$r0"), last $(field answered "$last") of $N"
+(($? == 0)) || check_err 1 "not every peer answered in connected mode: first round $(field answered "$r0"), last $(field answered "$last") of $N"
 ktap_diag "softib vnodes: $(tr '\n' ' ' <"$SOFTIB_DBG/vnodes")"
 log_test "connected mode: all $N peers answer, in the first round and the last"
 
@@ -224,7 +224,7 @@ RET=0
 ip netns exec "$A" sh -c 'echo datagram >/sys/class/net/ib0/mode'
 check_err $? "ib0 back in datagram mode"
 peers_cm_closed "$c1"
-check_err $? "$(peers_vnode_stat cm_closed) of $c1 connections closed after the switch to datagram mode"
+(($? == 0)) || check_err 1 "$(peers_vnode_stat cm_closed) of $c1 connections closed after the switch to datagram mode"
 log_test "back in datagram mode every connection is closed"
 
 ktap_finish

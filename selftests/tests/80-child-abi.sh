@@ -53,15 +53,15 @@ check_err $? "create_child 0x8001 failed"
 slowwait 5 test -d /sys/class/net/ib0.8001 >/dev/null
 check_err $? "no ib0.8001"
 [[ $(cat /sys/class/net/ib0.8001/pkey) == 0x8001 ]]
-check_err $? "pkey reads $(cat /sys/class/net/ib0.8001/pkey)"
+(($? == 0)) || check_err 1 "pkey reads $(cat /sys/class/net/ib0.8001/pkey)"
 [[ $(cat /sys/class/net/ib0.8001/mode) == datagram && $(cat /sys/class/net/ib0.8001/umcast) == 0 ]]
 check_err $? "mode/umcast readback"
 [[ $(cat /sys/class/net/ib0.8001/parent) == ib0 ]]
-check_err $? "parent reads $(cat /sys/class/net/ib0.8001/parent)"
+(($? == 0)) || check_err 1 "parent reads $(cat /sys/class/net/ib0.8001/parent)"
 [[ $(cat $S/pkey) == 0xffff ]]
-check_err $? "parent pkey reads $(cat $S/pkey)"
+(($? == 0)) || check_err 1 "parent pkey reads $(cat $S/pkey)"
 ip -d link show ib0.8001 | grep -q "ipoib pkey 0x8001 mode datagram"
-check_err $? "ip -d link: $(ip -d link show ib0.8001 | grep ipoib)"
+(($? == 0)) || check_err 1 "ip -d link: $(ip -d link show ib0.8001 | grep ipoib)"
 log_test "create_child 0x8001: ib0.8001 with pkey/mode/umcast/parent"
 
 RET=0
@@ -103,15 +103,15 @@ RET=0
 ip link add link ib0 name nl1 type ipoib pkey 0x8002
 check_err $? "netlink child with pkey 0x8002"
 ip -d link show nl1 | grep -q "ipoib pkey 0x8002 mode datagram"
-check_err $? "nl1: $(ip -d link show nl1 | grep ipoib)"
+(($? == 0)) || check_err 1 "nl1: $(ip -d link show nl1 | grep ipoib)"
 ip link add link ib0 name nl2 type ipoib pkey 0x0002
 check_err $? "netlink child with pkey 0x0002"
 ip -d link show nl2 | grep -q "ipoib pkey 0x8002 "
-check_err $? "0x0002 not stored as 0x8002: $(ip -d link show nl2 | grep ipoib)"
+(($? == 0)) || check_err 1 "0x0002 not stored as 0x8002: $(ip -d link show nl2 | grep ipoib)"
 ip link add link ib0 type ipoib
 check_err $? "netlink child without a name or P_Key"
 ip -d link show ipoib0 | grep -q "ipoib pkey 0xffff "
-check_err $? "default name ipoib0 with the parent's P_Key: $(ip -d link show ipoib0 2>&1 | tail -1)"
+(($? == 0)) || check_err 1 "default name ipoib0 with the parent's P_Key: $(ip -d link show ipoib0 2>&1 | tail -1)"
 [[ ! -e /sys/class/net/nl1/parent ]] || [[ $(cat /sys/class/net/nl1/parent) == ib0 ]]
 check_err $? "netlink child has a wrong parent attribute"
 log_test "netlink children: pkey (0x8000 OR-ed in), default name and P_Key"
@@ -150,7 +150,7 @@ RET=0
 ip link set nl1 type ipoib umcast 1
 check_err $? "changelink umcast 1"
 ip -d link show nl1 | grep -q "umcast 0001"
-check_err $? "umcast not reported: $(ip -d link show nl1 | grep ipoib)"
+(($? == 0)) || check_err 1 "umcast not reported: $(ip -d link show nl1 | grep ipoib)"
 echo 1 >$S/umcast && [[ $(cat $S/umcast) == 1 ]] && echo 0 >$S/umcast &&
 	[[ $(cat $S/umcast) == 0 ]]
 check_err $? "umcast sysfs write/readback on ib0"
@@ -164,12 +164,12 @@ check_err $? "mode accepted 'connected' without the newline (in-tree needs it)"
 ip link set nl1 type ipoib mode connected
 check_err $? "changelink mode connected"
 ip -d link show nl1 | grep -q "mode connected" && ip link show nl1 | grep -q " mtu 65520 "
-check_err $? "connected: $(ip -d link show nl1 | grep -E 'mtu|ipoib' | xargs)"
+(($? == 0)) || check_err 1 "connected: $(ip -d link show nl1 | grep -E 'mtu|ipoib' | xargs)"
 ip link set nl1 type ipoib mode datagram
 check_err $? "changelink mode datagram"
 dmtu=$(ip -o link show nl1 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
 ip -d link show nl1 | grep -q "mode datagram" && ((dmtu <= 4092))
-check_err $? "datagram again: $(ip -d link show nl1 | grep -E 'mtu|ipoib' | xargs)"
+(($? == 0)) || check_err 1 "datagram again: $(ip -d link show nl1 | grep -E 'mtu|ipoib' | xargs)"
 log_test "umcast and mode: changelink, sysfs, readback"
 
 RET=0

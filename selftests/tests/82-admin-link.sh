@@ -66,7 +66,7 @@ types=$(ip -o link show type ipoib | awk -F': ' '{ print $2 }' | xargs)
 [[ " $types " == *" ib0 "* && " $types " == *" ib1 "* ]]
 check_err $? "ip link show type ipoib lists: '$types'"
 ip -d link show ib0 | grep -q "ipoib pkey 0xffff mode datagram umcast 0000"
-check_err $? "ip -d link: $(ip -d link show ib0 | grep ipoib)"
+(($? == 0)) || check_err 1 "ip -d link: $(ip -d link show ib0 | grep ipoib)"
 log_test "ip link show type ipoib lists the parents"
 
 # Both interfaces down, nothing else wants rtnl: in-tree's mode change
@@ -76,15 +76,15 @@ ip link set ib0 type ipoib mode connected
 check_err $? "ip link set ib0 type ipoib mode connected"
 [[ $(cat $S/mode) == connected ]] && ip -d link show ib0 | grep -q "mode connected" &&
 	ip link show ib0 | grep -q " mtu 65520 "
-check_err $? "connected: sysfs $(cat $S/mode), $(ip -d link show ib0 | grep -E 'mtu|ipoib' | xargs)"
+(($? == 0)) || check_err 1 "connected: sysfs $(cat $S/mode), $(ip -d link show ib0 | grep -E 'mtu|ipoib' | xargs)"
 ip link set ib0 type ipoib mode datagram
 check_err $? "ip link set ib0 type ipoib mode datagram"
 mtu=$(cat $S/mtu)
 [[ $(cat $S/mode) == datagram ]] && ((mtu <= 4092))
-check_err $? "datagram: sysfs $(cat $S/mode), mtu $mtu"
+(($? == 0)) || check_err 1 "datagram: sysfs $(cat $S/mode), mtu $mtu"
 ip link set ib0 type ipoib umcast 1 && [[ $(cat $S/umcast) == 1 ]] &&
 	ip link set ib0 type ipoib umcast 0 && [[ $(cat $S/umcast) == 0 ]]
-check_err $? "umcast through netlink: sysfs reads $(cat $S/umcast)"
+(($? == 0)) || check_err 1 "umcast through netlink: sysfs reads $(cat $S/umcast)"
 log_test "ip link set <parent> type ipoib mode connected|datagram, umcast 1|0"
 
 RET=0
@@ -92,9 +92,9 @@ e=$(nl_mode ib0 2)
 [[ $e == EINVAL ]]
 check_err $? "IFLA_IPOIB_MODE 2 on ib0: $e, not EINVAL"
 [[ $(cat $S/mode) == datagram ]]
-check_err $? "mode changed to $(cat $S/mode)"
+(($? == 0)) || check_err 1 "mode changed to $(cat $S/mode)"
 [[ $(nl_mode ib0 1) == OK && $(cat $S/mode) == connected && $(nl_mode ib0 0) == OK ]]
-check_err $? "raw IFLA_IPOIB_MODE 1 then 0: mode $(cat $S/mode)"
+(($? == 0)) || check_err 1 "raw IFLA_IPOIB_MODE 1 then 0: mode $(cat $S/mode)"
 log_test "IFLA_IPOIB_MODE other than 0/1 on a parent: EINVAL, nothing changes"
 
 RET=0
@@ -114,16 +114,16 @@ dev=$(ls /sys/class/infiniband | head -1)
 want=$(basename "$(readlink -f /sys/class/infiniband/$dev/device)")
 info=$(ethtool -i ib0)
 [[ $(sed -n 's/^driver: //p' <<<"$info") == ib_ipoib ]]
-check_err $? "driver: $(sed -n 's/^driver: //p' <<<"$info")"
+(($? == 0)) || check_err 1 "driver: $(sed -n 's/^driver: //p' <<<"$info")"
 [[ $(sed -n 's/^bus-info: //p' <<<"$info") == "$want" ]]
-check_err $? "bus-info '$(sed -n 's/^bus-info: //p' <<<"$info")', the HCA's device is '$want'"
+(($? == 0)) || check_err 1 "bus-info '$(sed -n 's/^bus-info: //p' <<<"$info")', the HCA's device is '$want'"
 log_test "ethtool -i: driver ib_ipoib, bus-info the HCA's bus device"
 
 RET=0
 names=$(stat_names ib0)
 intree8="rx_packets tx_packets rx_bytes tx_bytes tx_errors rx_dropped tx_dropped multicast"
 [[ $(head -8 <<<"$names" | xargs) == "$intree8" ]]
-check_err $? "first eight: $(head -8 <<<"$names" | xargs)"
+(($? == 0)) || check_err 1 "first eight: $(head -8 <<<"$names" | xargs)"
 if [[ $IPOIB == ours ]]; then
 	for n in paths path_evictions full_groups sendonly_groups cm_passive cm_active \
 		cm_rnr_fallbacks tx_timeouts; do
@@ -132,7 +132,7 @@ if [[ $IPOIB == ours ]]; then
 	done
 else
 	[[ $(wc -l <<<"$names") -eq 8 ]]
-	check_err $? "in-tree reports $(wc -l <<<"$names") counters, not its 8"
+	(($? == 0)) || check_err 1 "in-tree reports $(wc -l <<<"$names") counters, not its 8"
 fi
 log_test "ethtool -S: in-tree's eight counters first, in its order"
 
@@ -141,20 +141,20 @@ ethtool -c ib0 >/dev/null
 check_err $? "ethtool -c ib0"
 ethtool -C ib0 rx-usecs 30 rx-frames 7 && c=$(ethtool -c ib0) &&
 	grep -qE "^rx-usecs:[[:space:]]+30$" <<<"$c" && grep -qE "^rx-frames:[[:space:]]+7$" <<<"$c"
-check_err $? "rx-usecs/rx-frames not read back: $(grep -E '^rx-(usecs|frames):' <<<"$c" | xargs)"
+(($? == 0)) || check_err 1 "rx-usecs/rx-frames not read back: $(grep -E '^rx-(usecs|frames):' <<<"$c" | xargs)"
 out=$(ethtool -C ib0 rx-usecs 70000 2>&1)
 check_fail $? "rx-usecs 70000 accepted (the CQ field is 16 bits)"
 if [[ $IPOIB == ours ]]; then
 	ethtool -C ib0 tx-usecs 40 tx-frames 16 && c=$(ethtool -c ib0) &&
 		grep -qE "^tx-usecs:[[:space:]]+40$" <<<"$c" && grep -qE "^tx-frames:[[:space:]]+16$" <<<"$c"
-	check_err $? "tx-usecs/tx-frames not read back: $(grep -E '^tx-(usecs|frames):' <<<"$c" | xargs)"
+	(($? == 0)) || check_err 1 "tx-usecs/tx-frames not read back: $(grep -E '^tx-(usecs|frames):' <<<"$c" | xargs)"
 	r=$(ethtool -g ib0) && grep -A4 "^Current" <<<"$r" | grep -qE "^RX:[[:space:]]+256$" &&
 		grep -A4 "^Current" <<<"$r" | grep -qE "^TX:[[:space:]]+128$"
-	check_err $? "ethtool -g: $(xargs <<<"$r")"
+	(($? == 0)) || check_err 1 "ethtool -g: $(xargs <<<"$r")"
 	# one receive and one send channel, nothing to set
 	r=$(ethtool -l ib0) && grep -A4 "^Current" <<<"$r" | grep -qE "^RX:[[:space:]]+1$" &&
 		grep -A4 "^Current" <<<"$r" | grep -qE "^TX:[[:space:]]+1$"
-	check_err $? "ethtool -l: $(xargs <<<"$r")"
+	(($? == 0)) || check_err 1 "ethtool -l: $(xargs <<<"$r")"
 	out=$(ethtool -L ib0 rx 2 2>&1)
 	check_fail $? "ethtool -L rx 2 accepted: $out"
 else

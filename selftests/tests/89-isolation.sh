@@ -156,7 +156,7 @@ tx1=$(tx "$A" ib0.8002)
 drop1=$(softib_counter 2 drop_pkey)
 ktap_diag "ib0.8002 tx +$((tx1 - tx0)); port 2 drop_pkey +$((drop1 - drop0)); ib1.8001 saw $n1 frames ($m1 marked), rx +$(($(rx "$B" ib1.8001) - rx0)); ib1.8002 saw $n2 ($m2 marked)"
 ((tx1 - tx0 >= 10))
-check_err $? "ib0.8002 did not send (tx +$((tx1 - tx0)))"
+(($? == 0)) || check_err 1 "ib0.8002 did not send (tx +$((tx1 - tx0)))"
 ((m1 == 0 && n1 == 0))
 check_err $? "ib1.8001 received $n1 frames ($m1 marked) sent on 0x8002"
 ((m2 >= 5))
@@ -227,10 +227,10 @@ else
 		ktap_diag "port $port [$hdr] x20: $dev rx +$((r1 - r0)), drop_pkey +$((d1 - d0))"
 		if ((want == 0)); then
 			((d1 - d0 == 20 && r1 - r0 < 20))
-			check_err $? "[$hdr] reached $dev: drop_pkey +$((d1 - d0)) (expected +20), rx +$((r1 - r0))"
+			(($? == 0)) || check_err 1 "[$hdr] reached $dev: drop_pkey +$((d1 - d0)) (expected +20), rx +$((r1 - r0))"
 		else
 			((d1 == d0 && r1 - r0 >= want))
-			check_err $? "control [$hdr]: $dev rx +$((r1 - r0)) of 20, drop_pkey +$((d1 - d0))"
+			(($? == 0)) || check_err 1 "control [$hdr]: $dev rx +$((r1 - r0)) of 20, drop_pkey +$((d1 - d0))"
 		fi
 	done
 	log_test "injected frames: other P_Key and limited-to-limited dropped (drop_pkey), right P_Key delivered"
@@ -291,7 +291,7 @@ ktap_diag "A sent $((txa1 - txa0)) frames on ib0, ib0.8001, ib0.8002; the contai
 ((txa1 - txa0 >= 20))
 check_err $? "A did not send"
 ((np == 0 && mp == 0 && rx1 == rx0))
-check_err $? "the container saw $np frames ($mp marked), c1 rx +$((rx1 - rx0))"
+(($? == 0)) || check_err 1 "the container saw $np frames ($mp marked), c1 rx +$((rx1 - rx0))"
 log_test "a child in a container netns sees nothing of the parent's or other children's traffic"
 
 RET=0

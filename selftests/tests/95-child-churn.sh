@@ -55,13 +55,13 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	[[ $RET -eq 0 ]] || break
 done
 slowwait_eq 10 "$objs" child_objects
-check_err $? "verbs objects after $ROUNDS rounds: $(child_objects)(before: $objs)"
+(($? == 0)) || check_err 1 "verbs objects after $ROUNDS rounds: $(child_objects)(before: $objs)"
 sync
 echo 3 >/proc/sys/vm/drop_caches
 mem1=$(sunreclaim_kb)
 ktap_diag "SUnreclaim: $mem0 kB before, $mem1 kB after $ROUNDS rounds"
 ((mem1 - mem0 < 2048))
-check_err $? "unreclaimable memory grew by $((mem1 - mem0)) kB"
+(($? == 0)) || check_err 1 "unreclaimable memory grew by $((mem1 - mem0)) kB"
 log_test "$ROUNDS create_child/delete_child rounds leak nothing"
 
 RET=0

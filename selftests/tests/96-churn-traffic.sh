@@ -340,13 +340,13 @@ if [[ $IPOIB == intree ]]; then
 fi
 bounce
 slowwait_eq 30 "$base_devs" netdevs
-check_err $? "netdevs: $(netdevs) (before: $base_devs)"
+(($? == 0)) || check_err 1 "netdevs: $(netdevs) (before: $base_devs)"
 slowwait 20 pings >/dev/null
 check_err $? "no traffic after churn"
 slowwait_eq 20 "$base_objs" iface_objects
-check_err $? "verbs objects: $(iface_objects) (before: $base_objs)"
+(($? == 0)) || check_err 1 "verbs objects: $(iface_objects) (before: $base_objs)"
 [[ $(rdma_res) == "$base_res" ]]
-check_err $? "rdma res: $(rdma_res) (before: $base_res)"
+(($? == 0)) || check_err 1 "rdma res: $(rdma_res) (before: $base_res)"
 log_test "after churn: netdevs, verbs objects and rdma res at baseline; traffic works"
 
 RET=0
@@ -354,7 +354,7 @@ sleep 2
 mem1=$(sunreclaim_kb)
 ktap_diag "SUnreclaim: $mem0 kB before, $mem1 kB after churn (tolerance $SLAB_TOL_KB kB)"
 ((mem1 - mem0 < SLAB_TOL_KB))
-check_err $? "unreclaimable slab grew by $((mem1 - mem0)) kB"
+(($? == 0)) || check_err 1 "unreclaimable slab grew by $((mem1 - mem0)) kB"
 log_test "slab back near baseline"
 
 # ---- module reload and HCA removal under traffic -------------------------
@@ -363,19 +363,19 @@ traffic "$A" 192.0.2.2 30
 traffic "$B" 10.9.0.1 30
 sleep 1
 [[ $(refcnt ib_ipoib) == 0 ]]
-check_err $? "ib_ipoib refcnt $(refcnt ib_ipoib)"
+(($? == 0)) || check_err 1 "ib_ipoib refcnt $(refcnt ib_ipoib)"
 # datagram mode, no RC QP left: rmmod without ipoib_quiesce's ifdowns
 rmmod ib_ipoib
 check_err $? "rmmod ib_ipoib under traffic"
 stop_traffic
 slowwait_eq 20 "$objs_softib" objects
-check_err $? "softib objects without ib_ipoib: $(objects) (softib alone: $objs_softib)"
+(($? == 0)) || check_err 1 "softib objects without ib_ipoib: $(objects) (softib alone: $objs_softib)"
 [[ $(rdma_res) == "$res_softib" ]]
-check_err $? "rdma res without ib_ipoib: $(rdma_res) (softib alone: $res_softib)"
+(($? == 0)) || check_err 1 "rdma res without ib_ipoib: $(rdma_res) (softib alone: $res_softib)"
 mem2=$(sunreclaim_kb)
 ktap_diag "SUnreclaim: $mem_softib kB with softib alone, $mem2 kB after churn and rmmod ib_ipoib"
 ((mem2 - mem_softib < SLAB_TOL_KB))
-check_err $? "unreclaimable slab grew by $((mem2 - mem_softib)) kB over softib alone"
+(($? == 0)) || check_err 1 "unreclaimable slab grew by $((mem2 - mem_softib)) kB over softib alone"
 ipoib_fabric_up_again
 check_err $? "ib_ipoib loaded again: no traffic"
 log_test "rmmod ib_ipoib under traffic: objects and slab back to softib's own; reload works"
@@ -385,7 +385,7 @@ traffic "$A" 192.0.2.2 30
 traffic "$B" 10.9.0.1 30
 sleep 1
 [[ $(refcnt softib) == 0 ]]
-check_err $? "softib refcnt $(refcnt softib)"
+(($? == 0)) || check_err 1 "softib refcnt $(refcnt softib)"
 unload_softib
 check_err $? "rmmod softib under traffic"
 stop_traffic
@@ -393,7 +393,7 @@ stop_traffic
 	! ip -n "$B" -o link show | grep -q infiniband
 check_err $? "IPoIB interfaces outlived the HCA"
 [[ $(refcnt ib_ipoib) == 0 ]]
-check_err $? "ib_ipoib refcnt $(refcnt ib_ipoib) without an HCA"
+(($? == 0)) || check_err 1 "ib_ipoib refcnt $(refcnt ib_ipoib) without an HCA"
 unload_ipoib
 check_err $? "rmmod ib_ipoib after the HCA"
 for m in ib_cm ib_core; do
