@@ -1160,6 +1160,85 @@ pair_tcp_stream() {
 	return $rc
 }
 
+# pair_udp_stream TAG ADDR SIZE COUNT PPS: COUNT UDP datagrams of SIZE
+# bytes, numbered, at PPS a second from node 1 to node 2's address ADDR,
+# port 5301; both nodes call it. Node 2 counts them with a 4 MiB socket
+# buffer (a stalled TCG receiver drops none) until none has come for 3 s
+# (0.5 s once all have), prints "GOT of COUNT, DUP duplicates, BAD
+# malformed" and fails unless every one arrived once and whole: the link
+# is lossless. (Not iperf3: its end-of-test message can overtake the last
+# datagrams still queued, which it then counts as lost.)
+pair_udp_stream() {
+	local tag=$1 addr=$2 size=$3 count=$4 pps=$5 f pid="" got dup bad rc=0
+
+	f=/tmp/udp-rx.${PAIR_SCOPE:-none}.$tag
+	rm -f "$f" "$f.ready" "$f.tmp"
+	if ((IPOIB_NG_NODE == 2)); then
+		sysctl -qw net.core.rmem_max=4194304 || rc=1
+		python3 - "$addr" "$size" "$count" "$f" >/dev/null 2>&1 <<'PY' &
+import os, socket, struct, sys
+addr, size, count, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind((addr, 5301))
+open(out + ".ready", "w").close()
+seen, dup, bad = set(), 0, 0
+s.settimeout(60)
+try:
+    while True:
+        d = s.recv(65536)
+        n = struct.unpack("!I", d[:4])[0] if len(d) >= 4 else count
+        if len(d) != size or n >= count or d[4:] != bytes([n & 0xff]) * (size - 4):
+            bad += 1
+        elif n in seen:
+            dup += 1
+        else:
+            seen.add(n)
+        # all there: half a second more for a duplicate
+        s.settimeout(0.5 if len(seen) == count else 3)
+except socket.timeout:
+    pass
+with open(out + ".tmp", "w") as o:
+    o.write("%d %d %d\n" % (len(seen), dup, bad))
+os.rename(out + ".tmp", out)
+PY
+		pid=$!
+		slowwait 10 test -e "$f.ready" || { rc=1; echo "no receiver on $addr:5301"; }
+	fi
+	pair_barrier "udp-$tag" || rc=1
+	if ((IPOIB_NG_NODE == 1)); then
+		# at PPS, never in a burst: after a stall the schedule moves on
+		# rather than catch up (a burst would test the receiver's ring,
+		# not the link)
+		((rc)) || timeout 60 python3 - "$addr" "$size" "$count" "$pps" <<'PY' || rc=1
+import socket, struct, sys, time
+addr, size, count, pps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t0 = time.monotonic()
+for n in range(count):
+    s.sendto(struct.pack("!I", n) + bytes([n & 0xff]) * (size - 4), (addr, 5301))
+    ahead = t0 + (n + 1) / pps - time.monotonic()
+    if ahead > 0:
+        time.sleep(ahead)
+    elif ahead < -2.0 / pps:
+        t0 -= ahead
+PY
+	elif ((!rc)); then
+		slowwait $((count / pps + 70)) test -e "$f" || rc=1
+		read -r got dup bad <"$f" 2>/dev/null || rc=1
+		echo "${got:-none} of $count, ${dup:-?} duplicates, ${bad:-?} malformed"
+		[[ ${got:-} == "$count" && ${dup:-} == 0 && ${bad:-} == 0 ]] || rc=1
+		# where a missing one went: the port's drops, UDP's, the link's
+		((rc)) && echo "port 1: $(grep -v ' 0$' "$SOFTIB_DBG/ports/1/counters" | tr '\n' ' ')" \
+			"$(grep '^Udp:' /proc/net/snmp | tr '\n' ' ')" \
+			"link: $(grep -E '^(rx_ib|tx_ib_dropped) ' "$SOFTIB_DBG/fabric/stats" | tr '\n' ' ')"
+	fi
+	[[ -n $pid ]] && kill "$pid" 2>/dev/null
+	rm -f "$f" "$f.ready" "$f.tmp"
+	pair_barrier "udp-done-$tag" $((count / pps + 90)) || rc=1
+	return $rc
+}
+
 # pair_put KEY VALUE: publish VALUE under KEY for the other node (written
 # whole, then renamed: the other node never reads half of it)
 pair_put() {

@@ -6,9 +6,10 @@
 # (6.1) and node 2 (6.12), in-tree ib_ipoib on one and ours on the other
 # in both arrangements. ARP (the broadcast group across the nodes),
 # unicast paths from each node's SA to the other's ports, IPv6 (its
-# solicited-node groups), a P_Key child on both sides and a TCP stream,
+# solicited-node groups), a P_Key child on both sides, TCP and UDP streams,
 # then the same under netem loss, duplication and reordering on the
 # underlay: every datagram still arrives, because the link is lossless.
+# A node under another fabric key, with IPoIB up, reaches nothing.
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -20,6 +21,7 @@ ME=$(pair_node)
 PEER=$(pair_peer)
 DEV=$(pair_dev)
 FAB=$SOFTIB_DBG/fabric
+BADKEY=0000000000000000000000000000000000000000000000000000000000000001
 
 
 cleanup() {
@@ -30,7 +32,7 @@ cleanup() {
 }
 defer cleanup
 
-ktap_header 13
+ktap_header 16
 
 modprobe ib_cm &&
 	pair_link_load && slowwait 15 pair_link_up &&
@@ -39,7 +41,7 @@ ktap_result $? "softib on both nodes, linked" || ktap_finish
 
 # arrangement DRV_NODE1 DRV_NODE2 SUBNET: one driver on each node
 arrangement() {
-	local drv a b ll other mbps tag=$1-$2
+	local drv a b ll other mbps out tag=$1-$2
 
 	drv=$1
 	((ME == 2)) && drv=$2
@@ -91,6 +93,12 @@ arrangement() {
 	((ME == 1)) && ktap_diag "iperf3 TCP node 1 ($1) -> node 2 ($2): $mbps Mbit/s"
 	log_test "$1 -> $2: a TCP stream"
 
+	RET=0
+	out=$(pair_udp_stream "$tag" "$3.2" 1400 750 250)
+	check_err $? "UDP: $out"
+	((ME == 2)) && ktap_diag "UDP node 1 ($1) -> node 2 ($2): $out"
+	log_test "$1 -> $2: 750 UDP datagrams of 1400 bytes, each arrives once"
+
 	echo 0x8001 >/sys/class/net/ib0/delete_child
 	unload_ipoib
 	pair_barrier "down-$tag"
@@ -102,8 +110,62 @@ arrangement ours intree 198.51.100
 # both arrangements' traffic crossed the link as IB packets, none bad
 RET=0
 [[ $(pair_fab tx_ib) -gt 0 && $(pair_fab rx_ib) -gt 0 && $(pair_fab rx_ib_bad) -eq 0 ]]
-check_err $? "tx_ib $(pair_fab tx_ib), rx_ib $(pair_fab rx_ib), rx_ib_bad $(pair_fab rx_ib_bad)"
+(($? == 0)) || check_err 1 "tx_ib $(pair_fab tx_ib), rx_ib $(pair_fab rx_ib), rx_ib_bad $(pair_fab rx_ib_bad)"
 log_test "IB packets both ways on the link, none malformed"
+
+# a node off the fabric (softib under another fabric key) with IPoIB up
+# on the same addresses: its handshakes are refused, no IB packet of it
+# reaches node 1, nothing answers its ARP; under the fabric key the same
+# node pings
+RET=0
+hs0=$(pair_fab hs_bad_mac)
+pair_barrier offfab
+if ((ME == 2)); then
+	unload_softib && pair_link_load "$BADKEY" &&
+		softib_policy "Default=0x7fff, ipoib : ALL=full;"
+	check_err $? "softib under another key"
+fi
+IPOIB=ours load_ipoib && slowwait 10 test -d /sys/class/net/ib0 &&
+	ip addr add "192.0.2.$ME/24" dev ib0 && ip link set ib0 up &&
+	slowwait 30 ipoib_lower_up "" ib0
+check_err $? "ib0 off the fabric"
+# from here on no IB packet may come from node 2
+slowwait 10 sh -c "! grep -q ' state up ' $FAB/peers"
+check_err $? "the link is still up with node 2 under another key"
+rx0=$(pair_fab rx_ib)
+pair_barrier offfab-up
+if ((ME == 2)); then
+	ping -c 3 -i 0.2 -w 3 -W 1 "192.0.2.$PEER" >/dev/null
+	check_fail $? "node 2 under another key reached node 1"
+	pair_link_up
+	check_fail $? "the link is up under another key"
+fi
+pair_barrier offfab-pinged 30
+if ((ME == 1)); then
+	[[ $(pair_fab rx_ib) -eq $rx0 && $(pair_fab hs_bad_mac) -gt $hs0 ]]
+	(($? == 0)) || check_err 1 "rx_ib $rx0 -> $(pair_fab rx_ib), hs_bad_mac $hs0 -> $(pair_fab hs_bad_mac)"
+	[[ $(ip neigh show to "192.0.2.$PEER" dev ib0) != *lladdr* ]]
+	(($? == 0)) || check_err 1 "node 1 learnt node 2: $(ip neigh show 192.0.2.$PEER dev ib0)"
+fi
+# the same node under the fabric key: node 1's ib0 as it was
+if ((ME == 2)); then
+	unload_ipoib && unload_softib && pair_link_load &&
+		softib_policy "Default=0x7fff, ipoib : ALL=full;" &&
+		IPOIB=ours load_ipoib && slowwait 10 test -d /sys/class/net/ib0 &&
+		ip addr add "192.0.2.$ME/24" dev ib0 && ip link set ib0 up &&
+		slowwait 30 ipoib_lower_up "" ib0
+	check_err $? "softib and ib0 under the fabric key"
+fi
+slowwait 15 pair_link_up
+check_err $? "no link under the fabric key"
+pair_barrier offfab-back
+if ((ME == 2)); then
+	ping -c 3 -i 0.2 -w 15 -W 3 "192.0.2.$PEER" >/dev/null
+	check_err $? "no ping under the fabric key"
+fi
+pair_barrier offfab-done 30
+unload_ipoib
+log_test "a node under another fabric key: refused, no IB packet delivered; under the key it pings"
 
 # netem on the underlay: no datagram lost (a flood ping counts them)
 RET=0
@@ -119,7 +181,7 @@ if ((ME == 1)); then
 	# counts the requests still in flight as lost), each waited for
 	out=$(timeout 90 ping -c 300 -i 0.01 -W 5 "192.0.2.$PEER" 2>&1)
 	grep -q "300 packets transmitted, 300 received" <<<"$out"
-	check_err $? "lost under netem: $(grep -E 'transmitted|rtt' <<<"$out" | tr '\n' ' ')"
+	(($? == 0)) || check_err 1 "lost under netem: $(grep -E 'transmitted|rtt' <<<"$out" | tr '\n' ' ')"
 fi
 pair_barrier netem-done 90
 tc qdisc del dev "$DEV" root
