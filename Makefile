@@ -12,6 +12,10 @@
 #   make check-pair           two guests, 6.1 and 6.12, on one fabric: a QEMU
 #                             datagram link between them (selftests/pair/);
 #                             PAIR_TESTS="a b" runs a subset
+#   make bench                IPoIB against in-tree and veth in one guest per
+#                             series, then (both series) across the link
+#   make bench-pair           that cross-guest part alone: two guests, ours and
+#                             in-tree across softib's link, next to the underlay
 #   make check-debug          the suite on a KASAN/kmemleak/lockdep kernel built
 #                             from Debian's linux-source-6.1 (cached; not in check);
 #                             GUESTS=2 shares it between two guests
@@ -52,7 +56,7 @@ SOURCES := $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c')
 
 .PHONY: all module clean style sparse install dkms-install dkms-uninstall \
 	deb deps kernels check check-enhanced check-pair check-debug shell demo \
-	bench fresh
+	bench bench-pair fresh
 
 all: module
 
@@ -183,10 +187,16 @@ demo:
 	@$(MAKE) --no-print-directory kernels KSER=$(DEMO_KSER)
 	@selftests/run.sh --demo $(DEMO_KSER)
 
-# sockperf (latency rows) and linux-perf (the profile) only the bench needs
+# sockperf (latency rows) and linux-perf (the profile) only the bench needs;
+# with both series it ends with the cross-guest bench (bench-pair)
 bench: kernels
 	@$(VM)/deps.sh sockperf linux-perf
 	@selftests/run.sh --bench $(KSER)
+
+bench-pair:
+	@$(MAKE) --no-print-directory kernels KSER="$(PAIR_KSER)"
+	@$(VM)/deps.sh sockperf
+	@selftests/run.sh --pair-bench $(PAIR_KSER)
 
 # developer target, not CI: a brand-new Debian 12 (selftests/vm/fresh.sh)
 FRESH ?= demo

@@ -15,14 +15,22 @@
 # skipped"; the exit status is guest-suite.sh's.
 #
 #   pair-suite.sh --total-timeout   the guest's timeout (see guest-suite.sh)
+#   pair-suite.sh --bench [--total-timeout]
+#                                   selftests/pair-bench.sh instead of the
+#                                   tests, on the same fabric NIC
 
 set -uo pipefail
 
 DIR=$(dirname "$(readlink -f "$0")")
 export SUITE=pair TESTS=${PAIR_TESTS:-}
+cmd=("$DIR/guest-suite.sh")
+if [[ ${1:-} == --bench ]]; then
+	cmd=("$DIR/pair-bench.sh")
+	shift
+fi
 
 if [[ ${1:-} == --total-timeout ]]; then
-	exec "$DIR/guest-suite.sh" --total-timeout
+	exec "${cmd[@]}" --total-timeout
 fi
 if [[ ${IPOIB_NG_GUEST:-} != 1 || ! ${IPOIB_NG_NODE:-} =~ ^[12]$ ]]; then
 	echo "pair-suite.sh: runs only in a guest of a pair (selftests/run.sh --pair)" >&2
@@ -42,7 +50,7 @@ fi
 echo "# node $node: $(uname -r), $dev $(<"/sys/class/net/$dev/address") 10.99.0.$node/24 MTU $mtu"
 
 out=$(mktemp)
-"$DIR/guest-suite.sh" | tee "$out"
+"${cmd[@]}" | tee "$out"
 rc=${PIPESTATUS[0]}
 pass=$(grep -cE '^ok ' "$out")
 skip=$(grep -cE '^ok .*# SKIP' "$out")

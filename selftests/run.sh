@@ -11,6 +11,10 @@
 #                                       two guests on one fabric (make
 #                                       check-pair): node 1 boots SERIES1,
 #                                       node 2 SERIES2
+#   selftests/run.sh --pair-bench SERIES1 SERIES2
+#                                       the same two guests run
+#                                       selftests/pair-bench.sh (make
+#                                       bench's cross-guest part)
 #
 # Per kernel ABI: a shadow source tree in .build/<abi>/ (symlinks, so the
 # work tree stays clean and both kernels build side by side), the modules
@@ -50,7 +54,7 @@ GUESTS=${GUESTS:-1}
 	{ echo "run.sh: TIMEOUT_SCALE='$TIMEOUT_SCALE' is not a whole factor" >&2; exit 1; }
 
 shell=0 pair=0
-guest_opts=()
+guest_opts=() pair_args=()
 [[ -n ${GUEST_APPEND:-} ]] && guest_opts+=(--append "$GUEST_APPEND")
 guest_cmd=$ROOT/selftests/guest-suite.sh
 case ${1:-} in
@@ -70,14 +74,18 @@ case ${1:-} in
 	[[ $1 == --bench ]] && guest_opts+=(--append "slub_debug=- ${GUEST_APPEND:-}")
 	shift
 	;;
---pair)
+--pair | --pair-bench)
 	pair=1
 	guest_cmd=$ROOT/selftests/pair-suite.sh
+	if [[ $1 == --pair-bench ]]; then
+		pair_args=(--bench)
+		guest_opts+=(--append "slub_debug=- ${GUEST_APPEND:-}")
+	fi
 	shift
-	[[ $# -eq 2 ]] || { echo "usage: run.sh --pair SERIES1 SERIES2" >&2; exit 1; }
+	[[ $# -eq 2 ]] || { echo "usage: run.sh --pair|--pair-bench SERIES1 SERIES2" >&2; exit 1; }
 	;;
 esac
-[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench|--demo|--pair] SERIES..." >&2; exit 1; }
+[[ $# -gt 0 ]] || { echo "usage: run.sh [--shell|--bench|--demo|--pair|--pair-bench] SERIES..." >&2; exit 1; }
 
 resolve_abi() {
 	"$VM/kernels.sh" abi "$1" 2>/dev/null && return
@@ -156,11 +164,12 @@ if ((shell)); then
 fi
 
 # make bench BENCH_ROUNDS=1 ...: the bench's settings reach the guest
-mapfile -t bench_env < <(env | grep -E '^BENCH_[A-Z]+=' || true)
+mapfile -t bench_env < <(env | grep -E '^BENCH_[A-Z_]+=' || true)
 
 # the suite's own sum (scaled by guest-suite.sh) plus the boot
 if ((pair)); then
-	timeout=$(( $(PAIR_TESTS=${PAIR_TESTS:-} "$guest_cmd" --total-timeout) + 180 * TIMEOUT_SCALE ))
+	timeout=$(( $(PAIR_TESTS=${PAIR_TESTS:-} "$guest_cmd" "${pair_args[@]}" --total-timeout) +
+		180 * TIMEOUT_SCALE ))
 else
 	timeout=$(( $("$ROOT/selftests/guest-suite.sh" --total-timeout) + 180 * TIMEOUT_SCALE ))
 fi
@@ -309,6 +318,8 @@ run_pair() {
 		((k == 1)) || [[ $abi != "${abis[0]}" ]] || continue
 		build_abi "$abi" "$kdir" || { fail=$((fail + 1)); return; }
 	done
+	# a bench that does not get to write its samples leaves no older ones
+	rm -f .build/pair/node-1/bench.json
 	fab=$(mktemp -d /tmp/ipoib-ng-fab.XXXXXX)
 	trap 'rm -rf "$fab"' EXIT
 	mkdir -p "$fab/sync" .build/pair
@@ -323,7 +334,8 @@ run_pair() {
 				-- env KO_DIR="$ROOT/.build/$abi/ko" EXPECT_ABI="$abi" \
 				EXPECT_PEER_ABI="${abis[2 - k]}" PAIR_TESTS="${PAIR_TESTS:-}" \
 				DRIVERS="$DRIVERS" LONG="$LONG" TIMEOUT_SCALE="$TIMEOUT_SCALE" \
-				SOFTIB_PARAMS="${SOFTIB_PARAMS-}" "$guest_cmd" 2>&1 |
+				SOFTIB_PARAMS="${SOFTIB_PARAMS-}" "${bench_env[@]}" \
+				"$guest_cmd" "${pair_args[@]}" 2>&1 |
 				tee "$res.log" | sed -u "s/^/n$k: /" || rc=${PIPESTATUS[0]}
 			echo "$rc" >"$res.rc"
 			# the other node's waits fail at once from now on
@@ -345,6 +357,11 @@ run_pair() {
 		pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
 	done
 	rm -rf "$fab"
+	# make bench: node 1's samples and table
+	if ((${#pair_args[@]})) && [[ -e .build/pair/node-1/bench.json ]]; then
+		cp .build/pair/node-1/bench.json .build/bench-pair.json
+		echo "# pair: bench JSON in .build/bench-pair.json"
+	fi
 	echo "# pair: $((SECONDS - start))s"
 	echo "# counts $pass $fail $skip"
 }
@@ -403,6 +420,17 @@ if [[ $guest_cmd == */guest-suite.sh && $# -eq 2 ]] &&
 		grep -v '^# counts '
 	read -r _ _ p f s < <(grep "^# counts " .build/pair.log | tail -n 1) || { p=0 f=1 s=0; }
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+fi
+
+# make bench with two series: then the cross-guest bench
+# (selftests/pair-bench.sh), node 1 on the first series, unless
+# BENCH_PARTS leaves "pair" out
+if [[ $guest_cmd == */bench.sh && $# -eq 2 ]] &&
+	{ [[ -z ${BENCH_PARTS:-} ]] || [[ " $BENCH_PARTS " == *" pair "* ]]; }; then
+	guest_cmd=$ROOT/selftests/pair-suite.sh
+	pair_args=(--bench)
+	timeout=$(($("$guest_cmd" --bench --total-timeout) + 180 * TIMEOUT_SCALE))
+	run_pair "$1" "$2"
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"
