@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # ipoib: none
 # timeout: 600
+# kernel: 6.12
 #
 # Wire compatibility: the in-tree ib_ipoib on port 1 (netns A) and ours on
 # port 2 (netns B), side by side on one softib fabric. Ours runs as the
@@ -16,6 +17,10 @@
 # does (with 7, each RNR would stall the connection for in-tree's 655 ms
 # RNR timer, forever): the send fails and UD carries the traffic for a
 # while (debugfs stats cm_rnr_fallbacks).
+#
+# When make check runs both series, this runs on 6.12 only: the pair
+# (selftests/pair/) runs in-tree against ours across the two kernels, in
+# both arrangements, in datagram and connected mode.
 
 source "$(dirname "$0")/../lib.sh"
 
