@@ -1732,6 +1732,7 @@ static struct softib_link *softib_link_prepare_checked(const char *hex)
 		goto err_free;
 	}
 	link->port = htons(softib_link_port);
+	softib_fabric_mtu = ib_mtu_int_to_enum(link->ib_mtu);
 	return link;
 
 err_free:

@@ -41,6 +41,13 @@ static char *softib_sm_param = "builtin";
 module_param_named(sm, softib_sm_param, charp, 0444);
 MODULE_PARM_DESC(sm, "Subnet manager: builtin (default) or none (the ports wait in Init for an SM such as OpenSM)");
 bool softib_builtin_sm = true;
+/*
+ * The IB MTU of the fabric's paths between nodes (enum ib_mtu): the
+ * link's when one is configured (its underlay decides, softib_link_*),
+ * else the ports' own. Set before the device exists, so that even the
+ * policy's first broadcast groups follow it.
+ */
+u8 softib_fabric_mtu = SOFTIB_MTU;
 
 /*
  * This node's number on a fabric of several kernels (link.c): it picks

@@ -179,7 +179,7 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	struct softib_port *sport, *dport;
 	union ib_gid sgid, dgid;
 	u16 pkey, dlid;
-	u32 vnode;
+	u32 vnode, node;
 
 	if (!(comp & IB_SA_PATH_REC_DGID))
 		return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
@@ -214,16 +214,22 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	if (!pkey)
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
+	/* a path to another node's port crosses the link: its MTU */
 	softib_sa_path_fill(r, &sgid, &dgid, READ_ONCE(sport->lid), dlid, pkey,
 			    (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ?
-			    q[PR_TCLASS] : 0);
+			    q[PR_TCLASS] : 0,
+			    softib_wire_lid_node(sdev, dlid, &node) ?
+			    softib_fabric_mtu : SOFTIB_MTU);
 	return 0;
 }
 
-/* One PathRecord (64 bytes at "r") of the fabric's single-hop paths. */
+/*
+ * One PathRecord (64 bytes at "r") of the fabric's paths, of IB MTU "mtu"
+ * (enum ib_mtu).
+ */
 void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 			 const union ib_gid *dgid, u16 slid, u16 dlid,
-			 u16 pkey, u8 tclass)
+			 u16 pkey, u8 tclass, u8 mtu)
 {
 	memcpy(r + PR_DGID, dgid, sizeof(*dgid));
 	memcpy(r + PR_SGID, sgid, sizeof(*sgid));
@@ -234,7 +240,7 @@ void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 	r[PR_REV_NUMB] = 0x80 | 1;	/* reversible, one path */
 	put_be16(r + PR_PKEY, pkey);
 	put_be16(r + PR_QOS_SL, 0);
-	r[PR_MTU] = SEL_EXACTLY | SOFTIB_MTU;
+	r[PR_MTU] = SEL_EXACTLY | mtu;
 	r[PR_RATE] = SEL_EXACTLY | IB_RATE_100_GBPS;
 	r[PR_LIFE] = SEL_EXACTLY | SOFTIB_PKT_LIFE;
 }
@@ -321,7 +327,11 @@ struct softib_mcg *softib_mcg_create(struct softib_dev *sdev,
 	g->mlid = mlid;
 	g->qkey = qkey;
 	g->pkey = pkey;
-	g->mtu = mtu;
+	/*
+	 * Multicast reaches every node: a group carries no more than the
+	 * link's IB MTU (IPoIB's datagram MTU follows its broadcast group)
+	 */
+	g->mtu = min_t(u8, mtu, softib_fabric_mtu);
 	g->rate = rate;
 	g->sl = sl;
 	g->tclass = tclass;

@@ -319,7 +319,7 @@ static int sa_path_table(struct softib_dev *sdev, const struct sa_end *e,
 			if (!r)
 				return -ENOSPC;
 			softib_sa_path_fill(r, &e[i].gid, &e[j].gid, e[i].lid,
-					    e[j].lid, pkey, 0);
+					    e[j].lid, pkey, 0, SOFTIB_MTU);
 			if (!sa_match(path_comps, ARRAY_SIZE(path_comps), comp,
 				      r, q))
 				sa_table_unslot(t);

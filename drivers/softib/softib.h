@@ -604,6 +604,7 @@ static inline void softib_port_gid(struct softib_port *port,
 extern const struct ib_device_ops softib_dev_ops;
 extern bool softib_srq;
 extern bool softib_builtin_sm;
+extern u8 softib_fabric_mtu;
 extern bool softib_debug_wrid;
 void softib_port_set_state(struct softib_port *port, enum ib_port_state state);
 void softib_port_event(struct softib_port *port, enum ib_event_type type);
@@ -794,7 +795,7 @@ void softib_sm_send(struct softib_dev *sdev, u16 slid, u16 dlid, u32 qpn,
 		    u16 pkey, void *resp);
 void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 			 const union ib_gid *dgid, u16 slid, u16 dlid,
-			 u16 pkey, u8 tclass);
+			 u16 pkey, u8 tclass, u8 mtu);
 
 /* A GetTable answer being built (sa_table.c): records of rec_len bytes */
 struct softib_sa_table {
