@@ -9,7 +9,8 @@
 # solicited-node groups), a P_Key child on both sides, TCP and UDP streams,
 # then the same under netem loss, duplication and reordering on the
 # underlay: every datagram still arrives, because the link is lossless.
-# A node under another fabric key, with IPoIB up, reaches nothing.
+# A node under another fabric key, with IPoIB up, reaches nothing. Over a
+# 1500-byte underlay ib0's datagram MTU is 1020.
 
 source "$(dirname "$0")/../lib.sh"
 
@@ -29,10 +30,11 @@ cleanup() {
 	pkill -x iperf3 2>/dev/null || true
 	unload_ipoib
 	unload_softib
+	ip link set dev "$DEV" mtu "${IPOIB_NG_FABMTU:-9000}"
 }
 defer cleanup
 
-ktap_header 16
+ktap_header 17
 
 modprobe ib_cm &&
 	pair_link_load && slowwait 15 pair_link_up &&
@@ -186,6 +188,37 @@ fi
 pair_barrier netem-done 90
 tc qdisc del dev "$DEV" root
 log_test "300 pings under netem loss 5%, duplicate 2%, reorder 25%: none lost"
+
+# a 1500-byte underlay: IB MTU 1024, so the paths and the broadcast group
+# say 1024 and ib0's datagram MTU is 1020 (in-tree on node 1, ours on
+# node 2); a whole 1020-byte packet crosses, DF set
+RET=0
+unload_ipoib && unload_softib && ip link set dev "$DEV" mtu 1500
+check_err $? "$DEV MTU 1500"
+# both at 1500 before either loads: nodes of different IB MTUs refuse
+# each other
+pair_barrier mtu1500
+pair_link_load && slowwait 15 pair_link_up &&
+	softib_policy "Default=0x7fff, ipoib : ALL=full;"
+check_err $? "softib linked over MTU 1500"
+grep -q " ib_mtu 1024 " "$FAB/peers"
+(($? == 0)) || check_err 1 "not IB MTU 1024: $(head -n 1 "$FAB/peers")"
+drv=ours
+((ME == 1)) && drv=intree
+IPOIB=$drv load_ipoib && slowwait 10 test -d /sys/class/net/ib0 &&
+	ip addr add "192.0.2.$ME/24" dev ib0 && ip link set ib0 up &&
+	slowwait 30 ipoib_lower_up "" ib0
+check_err $? "$drv ib0 over MTU 1500"
+[[ $(</sys/class/net/ib0/mtu) == 1020 ]]
+(($? == 0)) || check_err 1 "$drv ib0 MTU $(</sys/class/net/ib0/mtu), not 1020"
+pair_barrier mtu1500-up
+ping -c 3 -i 0.2 -w 15 -W 3 -M do -s 992 "192.0.2.$PEER" >/dev/null
+check_err $? "no 1020-byte ping with DF"
+pair_barrier mtu1500-pinged 30
+unload_ipoib
+unload_softib
+ip link set dev "$DEV" mtu "${IPOIB_NG_FABMTU:-9000}"
+log_test "a 1500-byte underlay: IB MTU 1024, ib0 MTU 1020, whole packets cross"
 
 pair_barrier done
 ktap_finish
