@@ -605,23 +605,20 @@ if ((PROFILE)) && { part drivers || part profile; }; then
 fi
 
 # the table and the JSON
-table=$(python3 - "$SAMPLES" "$JSON" "$(uname -r)" "$ROUNDS" "$SECS" <<'PY'
-
-import json, statistics, sys
-samples, out, kernel, rounds, secs = sys.argv[1:]
-data = {}
-for line in open(samples):
-    v, row, rnd, val = line.rstrip("\n").split("\t")
-    data.setdefault(v, {}).setdefault(row, []).append(float(val))
+table=$(python3 - "$(dirname "$0")" "$SAMPLES" "$JSON" "$(uname -r)" "$ROUNDS" "$SECS" <<'PY'
+import json, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from bench_samples import load, num
+import bench_samples
+samples, out, kernel, rounds, secs = sys.argv[2:]
+data = load(samples)
 
 def med(v, row):
-    s = data.get(v, {}).get(row)
-    return statistics.median(s) if s else None
+    return bench_samples.med(data, v, row)
 
 def spread(v, row):
-    s = data.get(v, {}).get(row)
-    m = med(v, row)
-    return (max(s) - min(s)) / m if s and m else None
+    return bench_samples.spread(data, v, row)
 
 rows = [("tcp1", "Mbit/s", 1), ("tcp2", "Mbit/s", 1), ("tcp4", "Mbit/s", 1),
         ("cpu_gb", "CPU s/GB", -1), ("cpus", "CPUs busy", -1),
@@ -636,8 +633,6 @@ ref = {"en-cm": "en"}
 fmt = "{:<12} {:<7} {:>10} {:>6} {:>10} {:>6} {:>10} {:>7} {:>7}"
 print(fmt.format("row", "mode", "in-tree", "+-%", "ours", "+-%", "veth", "/intree", "/veth"))
 table = []
-def num(x):
-    return "-" if x is None else ("%.0f" % x if abs(x) >= 100 else "%.2f" % x)
 def ratio(a, b, better):
     if a is None or not b:
         return None

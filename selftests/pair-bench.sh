@@ -209,29 +209,21 @@ if ((ME == 2)); then
 fi
 
 # the table and the JSON
-table=$(python3 - "$SAMPLES" "$JSON" "$(uname -r)" "$(pair_get kernel 10)" \
-	"$ROUNDS" "$SECS" "$MTUS" <<'PY'
-import json, statistics, sys
-samples, out, kernel, peer, rounds, secs, mtus = sys.argv[1:]
-data = {}
-for line in open(samples):
-    v, row, rnd, val = line.rstrip("\n").split("\t")
-    data.setdefault(v, {}).setdefault(row, []).append(float(val))
+table=$(python3 - "$(dirname "$0")" "$SAMPLES" "$JSON" "$(uname -r)" \
+	"$(pair_get kernel 10)" "$ROUNDS" "$SECS" "$MTUS" <<'PY'
+import json, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from bench_samples import load, num, ratio
+import bench_samples
+samples, out, kernel, peer, rounds, secs, mtus = sys.argv[2:]
+data = load(samples)
 
 def med(v, row):
-    s = data.get(v, {}).get(row)
-    return statistics.median(s) if s else None
+    return bench_samples.med(data, v, row)
 
 def spread(v, row):
-    s = data.get(v, {}).get(row)
-    m = med(v, row)
-    return (max(s) - min(s)) / m if s and m else None
-
-def num(x):
-    return "-" if x is None else ("%.0f" % x if abs(x) >= 100 else "%.2f" % x)
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
+    return bench_samples.spread(data, v, row)
 
 rows = [("tcp1", "Mbit/s", True), ("tcp4", "Mbit/s", True),
         ("udp64_pps", "pkt/s", True), ("udp64_loss", "% lost", False),
