@@ -117,23 +117,6 @@ cpu_busy() {
 	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
 }
 
-# iperf3 -J output on stdin: "MBIT BYTES" received
-iperf_tcp_parse() {
-	python3 -c '
-import json, sys
-e = json.load(sys.stdin)["end"]["sum_received"]
-print(int(e["bits_per_second"] / 1e6), int(e["bytes"]))'
-}
-
-# iperf3 -J output on stdin: "PPS LOSS%" of a UDP run
-iperf_udp_parse() {
-	python3 -c '
-import json, sys
-s = json.load(sys.stdin)["end"]["sum"]
-got = s["packets"] - s["lost_packets"]
-print(int(got / s["seconds"]), round(s["lost_percent"], 1))'
-}
-
 tcp_rows() { # VARIANT
 	local out c0 c1 t0 t1 mbit bytes gb cpus
 

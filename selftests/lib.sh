@@ -899,6 +899,24 @@ iperf_server() {
 		slowwait 5 ip netns exec "$1" sh -c 'ss -ltn | grep -q :5201' >/dev/null
 }
 
+# iperf3 -J output on stdin: "MBIT BYTES" received (both parts of make
+# bench)
+iperf_tcp_parse() {
+	python3 -c '
+import json, sys
+e = json.load(sys.stdin)["end"]["sum_received"]
+print(int(e["bits_per_second"] / 1e6), int(e["bytes"]))'
+}
+
+# iperf3 -J output on stdin: "PPS LOSS%" of a UDP run
+iperf_udp_parse() {
+	python3 -c '
+import json, sys
+s = json.load(sys.stdin)["end"]["sum"]
+got = s["packets"] - s["lost_packets"]
+print(int(got / s["seconds"]), round(s["lost_percent"], 1))'
+}
+
 # iperf_start CLIENT_NS SERVER_NS SERVER_ADDR SECONDS: a stream in the
 # background (for disturbing it); its client's PID in IPERF_PID
 iperf_start() {

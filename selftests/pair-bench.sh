@@ -33,8 +33,8 @@ ROUNDS=${BENCH_ROUNDS:-3}
 SECS=${BENCH_SECS:-4}
 MTUS=${BENCH_PAIR_MTUS:-9000 1500}
 if [[ ${1:-} == --total-timeout ]]; then
-	# a round is about 6 minutes per MTU under TCG; twice that, and the
-	# table
+	# a round takes 2-3 minutes per MTU under TCG (5 variants); 12
+	# minutes leaves room for a slow host, then the table
 	echo $(((ROUNDS * $(wc -w <<<"$MTUS") * 720 + 300) * ${TIMEOUT_SCALE:-1}))
 	exit 0
 fi
@@ -99,14 +99,11 @@ client_rows() {
 	slowwait 20 ping -c 1 -W 1 "$a" >/dev/null || return 1
 	for n in 1 4; do
 		out=$(timeout $((SECS + 30)) iperf3 -c "$a" -t "$SECS" -P $n -J) || return 1
-		mbit=$(python3 -c 'import json, sys
-print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))' <<<"$out")
+		read -r mbit _ <<<"$(iperf_tcp_parse <<<"$out")"
 		sample "$v" tcp$n "$mbit" || return 1
 	done
 	out=$(timeout $((SECS + 30)) iperf3 -c "$a" -u -b 0 -l 64 -t "$SECS" -J) || return 1
-	read -r pps loss <<<"$(python3 -c 'import json, sys
-s = json.load(sys.stdin)["end"]["sum"]
-print(int((s["packets"] - s["lost_packets"]) / s["seconds"]), round(s["lost_percent"], 1))' <<<"$out")"
+	read -r pps loss <<<"$(iperf_udp_parse <<<"$out")"
 	sample "$v" udp64_pps "$pps" && sample "$v" udp64_loss "$loss" || return 1
 	out=$(timeout $((SECS + 30)) sockperf pp -i "$a" -t "$SECS" -m 64 --full-rtt 2>&1)
 	sample "$v" rr_p50 "$(awk '/percentile 50.000 =/ { print $NF }' <<<"$out")" &&
