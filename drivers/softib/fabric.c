@@ -563,6 +563,16 @@ void softib_route_pkt(struct softib_pkt *pkt)
 		softib_switch_recv(pkt, pkt->sport->num);
 		return;
 	}
+	/*
+	 * A LID-routed SMP from another node to this switch's LID (an SM
+	 * there polling this one's SMInfo, smpquery -L): the switch's SMA
+	 * and the built-in SM answer it at the management port, port 0.
+	 */
+	if (pkt->from_link && wqe->remote_qpn == 0 && sw_lid &&
+	    dlid == sw_lid) {
+		softib_switch_recv(pkt, 0);
+		return;
+	}
 
 	/*
 	 * The built-in subnet administrator answers at (SM LID, QP1); an

@@ -551,7 +551,9 @@ static bool sw_dr_forward(struct softib_switch *sw, u32 in, struct ib_smp *smp)
 /*
  * A subnet management datagram that reaches the switch: from CA port
  * "in", either directed route (DLID permissive) or LID-routed to the
- * switch's LID. Runs in the sender's send engine.
+ * switch's LID; or, "in" 0, LID-routed from another node of the link,
+ * which is not a port of this switch (a directed route cannot enter
+ * there). Runs in the sender's send engine or the link's rx work.
  */
 void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
 {
@@ -569,7 +571,8 @@ void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
 
 	dr = req->mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
 	if (req->base_version != IB_MGMT_BASE_VERSION ||
-	    (!dr && req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED))
+	    (!dr && req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED) ||
+	    (dr && !in))
 		goto out_free;
 	if (dr && !sw_dr_forward(sw, in, req))
 		goto out_free;

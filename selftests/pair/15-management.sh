@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ipoib: none
+# timeout: 120
+#
+# Subnet management across the link, with infiniband-diags as on a
+# fabric of cables: each node reads the other node's switch (NodeInfo,
+# NodeDescription, SwitchInfo, by LID), its built-in SM (sminfo), its CA
+# port (NodeInfo, PortInfo) and that port's counters (perfquery, the
+# PMA), all LID-routed through the link; a LID of a node that is not on
+# the fabric answers nothing and the query fails in its timeout.
+
+# shellcheck source=/dev/null
+source "$(dirname "$0")/../lib.sh"
+
+pair_require
+require_cmd smpquery sminfo perfquery
+
+ME=$(pair_node)
+PEER=$(pair_peer)
+SW_LID=$((32 * PEER))
+CA_LID=$((32 * PEER + 1))
+NODE_GUID=$(printf 0x%016x $((0x02110bff00000000 | PEER << 24)))
+SW_GUID=$(printf 0x%016x $((NODE_GUID | 0x10000)))
+
+cleanup() {
+	unload_softib
+}
+defer cleanup
+
+# expect OUT FIELD VALUE: FIELD of a smpquery/perfquery answer is VALUE
+expect() {
+	local v
+
+	v=$(smp_field "$1" "$2")
+	[[ $v == "$3" ]]
+	check_err $? "$2 is '$v', not '$3'"
+}
+
+ktap_header 6
+
+modprobe ib_umad && pair_link_load && slowwait 15 pair_link_up
+ktap_result $? "softib on both nodes, linked" || ktap_finish
+# what this node's switch answered before the other node asks it
+answered=$(stat_of "$SOFTIB_DBG/switch" sma_answered)
+pair_barrier start 60
+
+RET=0
+out=$(smpquery -L nodeinfo "$SW_LID" 2>&1)
+check_err $? "smpquery -L nodeinfo $SW_LID: $out"
+expect "$out" NodeType Switch
+expect "$out" Guid "$SW_GUID"
+expect "$out" PortGuid "$SW_GUID"
+expect "$out" LocalPort 0
+out=$(smpquery -L nodedesc "$SW_LID" 2>&1)
+[[ $out == *"Node Description:"*"softib switch"* ]]
+check_err $? "smpquery -L nodedesc $SW_LID: $out"
+out=$(smpquery -L switchinfo "$SW_LID" 2>&1)
+check_err $? "smpquery -L switchinfo $SW_LID: $out"
+expect "$out" LinearFdbTop $((CA_LID + 1))	# ports 1 and 2
+log_test "node $PEER's switch by LID $SW_LID: NodeInfo, NodeDescription, SwitchInfo"
+
+RET=0
+out=$(sminfo "$SW_LID" 2>&1)
+re="^sminfo: sm lid $SW_LID sm guid 0x${SW_GUID#0x0}, activity count [0-9]+ priority 15 state 3 SMINFO_MASTER$"
+[[ $out =~ $re ]]
+check_err $? "sminfo $SW_LID: $out"
+log_test "node $PEER's built-in SM by sminfo $SW_LID"
+
+RET=0
+out=$(smpquery -L nodeinfo "$CA_LID" 2>&1)
+check_err $? "smpquery -L nodeinfo $CA_LID: $out"
+expect "$out" NodeType "Channel Adapter"
+expect "$out" Guid "$NODE_GUID"
+expect "$out" PortGuid "$(printf 0x%016x $((NODE_GUID | 1)))"
+expect "$out" LocalPort 1
+out=$(smpquery -L portinfo "$CA_LID" 2>&1)
+check_err $? "smpquery -L portinfo $CA_LID: $out"
+expect "$out" Lid "$CA_LID"
+expect "$out" SMLid "$SW_LID"
+expect "$out" LinkState Active
+log_test "node $PEER's port 1 by LID $CA_LID: NodeInfo, PortInfo"
+
+RET=0
+out=$(perfquery "$CA_LID" 1 2>&1)
+check_err $? "perfquery $CA_LID 1: $out"
+expect "$out" PortSelect 1
+(($(smp_field "$out" PortRcvPkts) > 0))
+(($? == 0)) || check_err 1 "PortRcvPkts of a port that answered SMPs: $out"
+log_test "node $PEER's port 1 counters by perfquery $CA_LID 1"
+
+# Node 5 is not on the fabric: its LIDs lead nowhere, as a LID behind a
+# switch port that is down. The query fails in its own timeout.
+RET=0
+start=$SECONDS
+timeout 20 smpquery -L -t 500 nodeinfo 161 >/dev/null 2>&1
+rc=$?
+((rc != 0 && rc != 124))
+check_err $? "smpquery of LID 161 (node 5): exit $rc after $((SECONDS - start))s"
+log_test "a LID of a node that is not on the fabric: no answer, the query fails"
+
+# the other node's queries reached this node's switch
+pair_barrier queried 60
+RET=0
+(($(stat_of "$SOFTIB_DBG/switch" sma_answered) >= answered + 4))
+(($? == 0)) || check_err 1 "switch sma_answered $(stat_of "$SOFTIB_DBG/switch" sma_answered), was $answered"
+log_test "this node's switch answered node $PEER's SMPs"
+pair_barrier end 60
+
+ktap_finish
