@@ -7,7 +7,8 @@
 # in both arrangements. The CM's MADs cross the link as datagrams, the
 # RC connections as SEND packets with PSNs and ACKs (rc_remote.c). Big
 # pings, a TCP stream and 30000-byte UDP datagrams in connected mode,
-# P_Key children moved into a netns on both nodes, a mode flip on one
+# a remote access error NAKed across the link (the requester connects
+# again), P_Key children moved into a netns on both nodes, a mode flip on one
 # side while the other keeps sending; then pings under netem loss,
 # duplication and reordering on the underlay with no RC connection torn
 # down (in-tree asks for retry_cnt 0: one lost RC packet would end it),
@@ -18,7 +19,7 @@
 source "$(dirname "$0")/../lib.sh"
 
 pair_require
-require_cmd iperf3 ping tc
+require_cmd rdma iperf3 ping tc
 modprobe sch_netem || { echo "# SKIP: no sch_netem"; exit $ksft_skip; }
 
 ME=$(pair_node)
@@ -26,6 +27,12 @@ PEER=$(pair_peer)
 DEV=$(pair_dev)
 FAB=$SOFTIB_DBG/fabric
 NS=pair-cni
+
+# rc_qpns: the RC QPNs on softib0 port 1
+rc_qpns() {
+	rdma res show qp link softib0/1 2>/dev/null |
+		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
+}
 
 rc_diag() {
 	ktap_diag "$(grep -E '^(rc_|tx_ib|rx_ib)' "$FAB/stats" | grep -v ' 0$' | tr '\n' ' ')"
@@ -54,7 +61,7 @@ ipoib_up() {
 		ip link set ib0 up && slowwait 30 ipoib_lower_up "" ib0
 }
 
-ktap_header 15
+ktap_header 17
 
 modprobe ib_cm && linked_softib
 ktap_result $? "softib on both nodes, linked" || ktap_finish
@@ -106,6 +113,38 @@ arrangement() {
 		check_err 1 "not over RC: rc_tx_msgs $tx0 -> $(pair_fab rc_tx_msgs)"
 	((ME == 2)) && ktap_diag "UDP connected mode, node 1 ($1) -> node 2 ($2): $out"
 	log_test "$1 -> $2: 120 UDP datagrams of 30000 bytes, each arrives once"
+
+	# A remote access error: node 2's responder answers node 1's next
+	# message with a NAK (fault/rem_access on its RC QPs; only the
+	# passive one receives). Node 1's send fails, its driver drops the
+	# connection and connects again: pings go on.
+	RET=0
+	pair_barrier "nak-$tag"
+	naks0=$(pair_fab rc_tx_naks)
+	((ME == 1)) && naks0=$(pair_fab rc_rx_naks)
+	if ((ME == 2)); then
+		qpns=$(rc_qpns)
+		[[ -n $qpns ]]
+		check_err $? "no RC QP on node 2"
+		for q in $qpns; do
+			echo "$q" >"$SOFTIB_DBG/fault/rem_access"
+		done
+	fi
+	pair_barrier "nak-armed-$tag"
+	if ((ME == 1)); then
+		ping -c 1 -W 3 -s 30000 "$b" >/dev/null
+		slowwait 30 ping -c 1 -W 2 -s 30000 "$b" >/dev/null
+		check_err $? "no ping after the NAK"
+		[[ $(pair_fab rc_rx_naks) -gt $naks0 ]]
+		(($? == 0)) || check_err 1 "no NAK came: rc_rx_naks $naks0 -> $(pair_fab rc_rx_naks)"
+	fi
+	pair_barrier "nak-done-$tag"
+	if ((ME == 2)); then
+		[[ $(pair_fab rc_tx_naks) -gt $naks0 ]]
+		(($? == 0)) || check_err 1 "no NAK sent: rc_tx_naks $naks0 -> $(pair_fab rc_tx_naks)"
+	fi
+	((RET)) && rc_diag
+	log_test "$1 -> $2: a remote access error NAKed across the link, then connected again"
 
 	# a P_Key child in a container's netns on each node (ipoib-cni)
 	RET=0
@@ -172,6 +211,7 @@ tc qdisc add dev "$DEV" root netem loss 5% duplicate 2% delay 2ms reorder 25% 50
 check_err $? "netem"
 pair_barrier netem
 rexc0=$(pair_fab rc_retry_exceeded)
+naks0=$(pair_fab rc_tx_naks)
 if ((ME == 1)); then
 	# exactly 100 sent, each waited for (no -w, as in 20-datagram)
 	out=$(timeout 100 ping -c 100 -i 0.02 -W 5 -s 30000 192.0.2.2 2>&1)
@@ -180,8 +220,8 @@ if ((ME == 1)); then
 fi
 pair_barrier netem-done 120
 tc qdisc del dev "$DEV" root
-[[ $(pair_fab rc_retry_exceeded) -eq $rexc0 && $(pair_fab rc_tx_naks) -eq 0 ]]
-(($? == 0)) || check_err 1 "rc_retry_exceeded $rexc0 -> $(pair_fab rc_retry_exceeded), rc_tx_naks $(pair_fab rc_tx_naks)"
+[[ $(pair_fab rc_retry_exceeded) -eq $rexc0 && $(pair_fab rc_tx_naks) -eq $naks0 ]]
+(($? == 0)) || check_err 1 "rc_retry_exceeded $rexc0 -> $(pair_fab rc_retry_exceeded), rc_tx_naks $naks0 -> $(pair_fab rc_tx_naks)"
 ((RET)) && rc_diag
 ktap_diag "node $ME under netem: $(grep -E '^(rx_ooo|rx_dup|tx_naks|retransmits) ' "$FAB/stats" | tr '\n' ' ')"
 log_test "100 30000-byte pings under netem loss/dup/reorder: none lost, no RC connection torn down"
@@ -200,6 +240,7 @@ if ((ME == 1)); then
 	slowwait 20 sh -c "[ \$(grep '^rc_retry_exceeded ' $FAB/stats | cut -d' ' -f2) -gt $rexc0 ]"
 	check_err $? "the connection to the vanished node did not fail in 20 s"
 	ktap_diag "node 1's RC to the vanished node failed after about $((SECONDS - t0)) s"
+	pair_barrier reload-failed 60
 	pair_barrier reload-back 120
 	slowwait 60 ping -c 1 -W 2 -s 20000 192.0.2.2 >/dev/null
 	check_err $? "no ping once node 2 is back"
@@ -207,15 +248,21 @@ if ((ME == 1)); then
 	wait "$pinger"
 	ktap_diag "node 1's pings across the reload: $(grep -E 'transmitted' /tmp/reload-ping)"
 else
-	sleep 2
+	sleep 1
 	echo "blackhole 1" >"$FAB/fault"
 	check_err $? "blackhole"
 	pair_barrier reload-gone 60
-	sleep 4
+	# silent until node 1 has seen its connection fail
+	pair_barrier reload-failed 60
 	unload_ipoib && unload_softib
 	check_err $? "unload"
 	linked_softib && ipoib_up ours 192.0.2.2
 	check_err $? "node 2's stack again"
+	# Its ib0 has a new QPN, so a new hardware address: node 1 learns
+	# it from this ping's ARP request, as from a rebooted node's first
+	# packet (else only when its neighbour entry times out, 15-45 s).
+	slowwait 20 ping -c 1 -W 2 192.0.2.1 >/dev/null
+	check_err $? "node 2 back: no ping to node 1"
 	pair_barrier reload-back 120
 fi
 pair_barrier reload-done 120
