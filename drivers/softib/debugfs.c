@@ -106,6 +106,11 @@ static int softib_stats_show(struct seq_file *m, void *unused)
 		   atomic64_read(&sdev->sma_answered),
 		   atomic64_read(&sdev->sma_errors),
 		   atomic64_read(&sdev->sma_dropped));
+	seq_printf(m, "sm_master %u\nsm_master_changes %lld\nsm_mft_sets %lld\nsa_standby_drops %lld\n",
+		   READ_ONCE(sdev->sm_master),
+		   atomic64_read(&sdev->sm_master_changes),
+		   atomic64_read(&sdev->sm_mft_sets),
+		   atomic64_read(&sdev->sa_standby_drops));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(softib_stats);

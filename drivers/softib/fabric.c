@@ -575,12 +575,13 @@ void softib_route_pkt(struct softib_pkt *pkt)
 	}
 
 	/*
-	 * The built-in subnet administrator answers at (SM LID, QP1); an
-	 * external SM's SA is a port's QP1 like any other.
+	 * The built-in subnet administrator answers at (SM LID, QP1), to
+	 * this node's ports and, as the fabric's master, to the other
+	 * nodes'; an external SM's SA is a port's QP1 like any other.
 	 */
 	if (softib_builtin_sm && dlid == softib_sm_lid) {
 		if (wqe->remote_qpn == 1 && pkt->qkey == SOFTIB_QP1_QKEY &&
-		    pkt->sport)
+		    (pkt->sport || pkt->from_link))
 			softib_sa_recv(pkt);
 		else if (pkt->sport)
 			softib_drop(pkt->sport, SOFTIB_DROP_NO_QP);

@@ -511,6 +511,7 @@ static void softib_link_down(struct softib_link_peer *peer, const char *why)
 	peer->hs_retry = SOFTIB_LINK_HS_RETRY;
 	softib_link_count(peer->link, SOFTIB_LC_PEER_DOWN, 1);
 	wake_up_all(&peer->wait);
+	softib_sm_peers_changed(peer->link->sdev);
 }
 
 /* A handshake frame, tagged with the fabric key. */
@@ -535,7 +536,7 @@ static struct sk_buff *softib_link_hs_frame(struct softib_link_peer *peer,
 	hs->node = cpu_to_be16(softib_node);
 	hs->ib_mtu = cpu_to_be16(link->ib_mtu);
 	hs->nports = sdev->nports;
-	hs->sm_priority = SOFTIB_SM_PRIORITY;
+	hs->sm_priority = softib_sm_hs_priority();
 	softib_link_push(skb, type, 0);
 	softib_link_seal(link->key, skb);
 	softib_link_count(link, SOFTIB_LC_HS_SENT, 1);
@@ -660,6 +661,7 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 	peer->guid = guid;
 	peer->node = be16_to_cpu(hs->node);
 	peer->ib_mtu = be16_to_cpu(hs->ib_mtu);
+	peer->sm_priority = hs->sm_priority;
 	peer->gen++;
 	peer->refused_logged = false;
 	WRITE_ONCE(peer->state, SOFTIB_PEER_UP);
@@ -673,6 +675,8 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 	pr_info("link to %pI4 up: node %u, GUID %016llx%s\n", &peer->addr,
 		peer->node, guid, was_up ? " (new session)" : "");
 	wake_up_all(&peer->wait);
+	/* a new SM on the fabric, or the same one reloaded: elect */
+	softib_sm_peers_changed(link->sdev);
 }
 
 /* May this HELLO's sender be on the fabric with us? */
@@ -1285,6 +1289,47 @@ static struct softib_link_peer *softib_link_peer_of(struct softib_link *link,
 		    READ_ONCE(link->peers[i].node) == node)
 			return &link->peers[i];
 	return NULL;
+}
+
+/*
+ * The fabric's master SM (sm.c): of this node's SM (priority "prio",
+ * node GUID "guid") and those of the nodes on the link now, the highest
+ * priority, then the lowest GUID (IBTA 14.4.1.1). Returns its node.
+ */
+u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid)
+{
+	struct softib_link *link = sdev->link;
+	struct softib_link_peer *peer;
+	u32 i, master = softib_node;
+
+	for (i = 0; link && i < link->npeers; i++) {
+		peer = &link->peers[i];
+		spin_lock_bh(&peer->lock);
+		if (peer->state == SOFTIB_PEER_UP &&
+		    peer->sm_priority != SOFTIB_SM_NONE &&
+		    (peer->sm_priority > prio ||
+		     (peer->sm_priority == prio && peer->guid < guid))) {
+			prio = peer->sm_priority;
+			guid = peer->guid;
+			master = peer->node;
+		}
+		spin_unlock_bh(&peer->lock);
+	}
+	return master;
+}
+
+/* The nodes on the link now, bit K for node K. */
+u64 softib_link_up_nodes(struct softib_dev *sdev)
+{
+	struct softib_link *link = sdev->link;
+	u64 nodes = 0;
+	u32 i;
+
+	for (i = 0; link && i < link->npeers; i++)
+		if (READ_ONCE(link->peers[i].state) == SOFTIB_PEER_UP)
+			nodes |= BIT_ULL(READ_ONCE(link->peers[i].node) &
+					 SOFTIB_NODE_MAX);
+	return nodes;
 }
 
 /* Is node "node" on the link now? */

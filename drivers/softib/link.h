@@ -71,7 +71,7 @@ struct softib_link_hs {
 	__be16 node;
 	__be16 ib_mtu;		/* bytes */
 	u8 nports;
-	u8 sm_priority;
+	u8 sm_priority;		/* its built-in SM's, or SOFTIB_SM_NONE */
 	u8 rsvd[6];
 } __packed;
 
@@ -157,6 +157,7 @@ struct softib_link_peer {
 	u64 guid;
 	u32 node;
 	u32 ib_mtu;
+	u8 sm_priority;			/* its SM's, or SOFTIB_SM_NONE */
 	/* handshake: our HELLO in flight (hs_pending), and the one before */
 	bool hs_pending;
 	u8 hs_nonce[16];

@@ -410,6 +410,7 @@ static struct softib_dev *softib_create(u32 nports)
 	/* the SA allocates nothing until it answers */
 	softib_sa_init(sdev);
 	softib_sa_table_init(sdev);
+	softib_sm_init(sdev);
 	if (softib_builtin_sm) {
 		softib_switch_sm(sdev);
 		ret = softib_policy_set(sdev, softib_default_policy,
@@ -484,6 +485,7 @@ static void softib_destroy(struct softib_dev *sdev)
 	 * 3. Only then is the workqueue idle and safe to destroy.
 	 */
 	softib_debugfs_cleanup(sdev);
+	softib_sm_stop(sdev);
 	cancel_delayed_work_sync(&sdev->sweep);
 	softib_sa_drop_delayed(sdev);
 	ib_unregister_device(&sdev->ibdev);
@@ -529,6 +531,9 @@ static int __init softib_init(void)
 		       softib_sm_param);
 		return -EINVAL;
 	}
+	ret = softib_sm_check_params();
+	if (ret)
+		return ret;
 	if (softib_node > SOFTIB_NODE_MAX) {
 		pr_err("node=%u is out of range: load with node=1..%u (0: no fabric across kernels)\n",
 		       softib_node, SOFTIB_NODE_MAX);

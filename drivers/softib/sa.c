@@ -75,12 +75,6 @@ MODULE_PARM_DESC(sa_max_groups, "Multicast groups the SA creates on joins, per d
 			 IB_SA_MCMEMBER_REC_PKEY | IB_SA_MCMEMBER_REC_FLOW_LABEL | \
 			 IB_SA_MCMEMBER_REC_SL)
 
-struct softib_mcg_member {
-	struct list_head list;
-	union ib_gid port_gid;
-	u8 join_state;
-};
-
 static void put_be16(u8 *p, u16 v)
 {
 	*(__be16 *)p = cpu_to_be16(v);
@@ -134,20 +128,23 @@ int softib_port_find_pkey(struct softib_port *port, u16 pkey)
 
 /*
  * The P_Key by which port "s" reaches port "d" in the partition of
- * "pkey" (its low 15 bits), with s's membership bit; "d" NULL is a
- * virtual node, a full member of every partition. 0 if either end is
- * not in the partition, or both are limited members: a path needs a
- * full member at one end.
+ * "pkey" (its low 15 bits), with s's membership bit; either NULL is a
+ * virtual node or another node's port, a full member of every
+ * partition as far as this SA knows (its own port enforces its table).
+ * 0 if either end is not in the partition, or both are limited members:
+ * a path needs a full member at one end.
  */
 u16 softib_shared_pkey(struct softib_port *s, struct softib_port *d, u16 pkey)
 {
-	u16 sp, dp = 0x8000;
+	u16 sp = 0x8000, dp = 0x8000;
 	int i;
 
-	i = softib_port_find_pkey(s, pkey);
-	if (i < 0)
-		return 0;
-	sp = READ_ONCE(s->pkeys[i]);
+	if (s) {
+		i = softib_port_find_pkey(s, pkey);
+		if (i < 0)
+			return 0;
+		sp = READ_ONCE(s->pkeys[i]);
+	}
 	if (d) {
 		i = softib_port_find_pkey(d, pkey);
 		if (i < 0)
@@ -169,8 +166,20 @@ static void softib_sa_class_port_info(struct ib_sa_mad *resp)
 	ib_set_cpi_capmask2(cpi, IB_SA_CAP_MASK2_SENDONLY_FULL_MEM_SUPPORT);
 }
 
+/* the node of a LID: another node's, or this one's (its ports, vnodes) */
+static u32 softib_sa_lid_node(u16 lid)
+{
+	u32 k = lid / SOFTIB_NODE_LIDS;
+
+	return softib_node && k && k <= SOFTIB_NODE_MAX ? k : softib_node;
+}
+
+/*
+ * A PathRecord from "requester", or from another node's port at LID
+ * "rlid" (requester NULL: the master SA answers the whole fabric).
+ */
 static u16 softib_sa_path_rec(struct softib_dev *sdev,
-			      struct softib_port *requester,
+			      struct softib_port *requester, u16 rlid,
 			      const struct ib_sa_mad *req, struct ib_sa_mad *resp)
 {
 	const u8 *q = req->data;
@@ -178,8 +187,8 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
 	struct softib_port *sport, *dport;
 	union ib_gid sgid, dgid;
-	u16 pkey, dlid;
-	u32 vnode, node;
+	u16 pkey, dlid, slid;
+	u32 vnode;
 
 	if (!(comp & IB_SA_PATH_REC_DGID))
 		return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
@@ -188,10 +197,13 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 	if (comp & IB_SA_PATH_REC_SGID) {
 		memcpy(&sgid, q + PR_SGID, sizeof(sgid));
 		sport = softib_gid_to_port(sdev, &sgid);
-	} else {
+	} else if (requester) {
 		sport = requester;
 		sgid.global.subnet_prefix = cpu_to_be64(SOFTIB_SUBNET_PREFIX);
 		sgid.global.interface_id = softib_port_guid(sport->num);
+	} else {
+		sport = NULL;
+		softib_wire_lid_gid(rlid, &sgid);
 	}
 	/*
 	 * A virtual node, or a port of another node of the link: a full
@@ -204,21 +216,23 @@ static u16 softib_sa_path_rec(struct softib_dev *sdev,
 		dlid = dport->lid;
 	else if (!softib_wire_gid_lid(sdev, &dgid, &dlid))
 		return SOFTIB_SA_ERR_NO_RECORDS;
-	if (!sport)
+	if (sport)
+		slid = READ_ONCE(sport->lid);
+	else if (!softib_wire_gid_lid(sdev, &sgid, &slid))
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
 	/* a path exists only inside a partition both ends belong to */
 	pkey = (comp & IB_SA_PATH_REC_PKEY) ? get_be16(q + PR_PKEY) :
-					      READ_ONCE(sport->pkeys[0]);
+		sport ? READ_ONCE(sport->pkeys[0]) : 0xffff;
 	pkey = softib_shared_pkey(sport, dport, pkey);
 	if (!pkey)
 		return SOFTIB_SA_ERR_NO_RECORDS;
 
-	/* a path to another node's port crosses the link: its MTU */
-	softib_sa_path_fill(r, &sgid, &dgid, READ_ONCE(sport->lid), dlid, pkey,
+	/* a path between two nodes crosses the link: its MTU */
+	softib_sa_path_fill(r, &sgid, &dgid, slid, dlid, pkey,
 			    (comp & IB_SA_PATH_REC_TRAFFIC_CLASS) ?
 			    q[PR_TCLASS] : 0,
-			    softib_wire_lid_node(sdev, dlid, &node) ?
+			    softib_sa_lid_node(slid) != softib_sa_lid_node(dlid) ?
 			    softib_fabric_mtu : SOFTIB_MTU);
 	return 0;
 }
@@ -246,7 +260,7 @@ void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 }
 
 /* JoinState bits of a member that receives (IBTA 15.2.5.17) */
-#define MC_JOIN_RECEIVES	(BIT(0) | BIT(1))	/* full, non-member */
+#define MC_JOIN_RECEIVES	SOFTIB_MC_JOIN_RECEIVES
 
 /*
  * The built-in SM's MFT entry for a group (switch.c): the switch ports
@@ -269,7 +283,7 @@ static void softib_mcg_program(struct softib_dev *sdev,
 	u32 mask = 0;
 
 	lockdep_assert_held(&sdev->sa_lock);
-	if (!softib_builtin_sm)
+	if (!softib_sm_is_master(sdev))
 		return;
 	list_for_each_entry(m, &g->members, list) {
 		if (!(m->join_state & MC_JOIN_RECEIVES))
@@ -279,6 +293,8 @@ static void softib_mcg_program(struct softib_dev *sdev,
 			mask |= BIT(port->num);
 	}
 	softib_switch_sm_mft(sdev, g->mlid, mask);
+	/* and at the other nodes' switches, for their member ports */
+	softib_sm_mft_update(sdev, g->mlid);
 }
 
 static struct softib_mcg *softib_mcg_find(struct softib_dev *sdev,
@@ -353,9 +369,11 @@ void softib_mcg_free(struct softib_dev *sdev, struct softib_mcg *g)
 		kfree(m);
 	}
 	list_del(&g->list);
-	/* the MLID goes: nothing left for the switch to forward */
-	if (softib_builtin_sm)
+	/* the MLID goes: nothing left for the switches to forward */
+	if (softib_sm_is_master(sdev)) {
 		softib_switch_sm_mft(sdev, g->mlid, 0);
+		softib_sm_mft_update(sdev, g->mlid);
+	}
 	ida_free(&sdev->mlids, g->mlid);
 	sdev->sa_groups--;
 	kfree(g);
@@ -390,10 +408,11 @@ static void softib_mcg_fill(const struct softib_mcg *g,
 }
 
 static u16 softib_sa_mcmember(struct softib_dev *sdev,
-			      struct softib_port *sport, u8 method,
+			      struct softib_port *sport, u16 rlid, u8 method,
 			      const struct ib_sa_mad *req,
 			      struct ib_sa_mad *resp)
 {
+	union ib_gid rgid;
 	const u8 *q = req->data;
 	ib_sa_comp_mask comp = req->sa_hdr.comp_mask;
 	u8 join = q[MC_SCOPE_JOIN] & 0xf;
@@ -430,7 +449,16 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 	 * trusted requester (OpenSM checks the SA key); ib_core's never is.
 	 */
 	port = softib_gid_to_port(sdev, &port_gid);
-	if (!port || port != sport || !join || mgid.raw[0] != 0xff)
+	if (sport) {
+		if (!port || port != sport)
+			return SOFTIB_SA_ERR_REQ_INVALID;
+	} else {
+		/* another node's port, for itself: its LID's GID */
+		softib_wire_lid_gid(rlid, &rgid);
+		if (memcmp(&rgid, &port_gid, sizeof(rgid)))
+			return SOFTIB_SA_ERR_REQ_INVALID;
+	}
+	if (!join || mgid.raw[0] != 0xff)
 		return SOFTIB_SA_ERR_REQ_INVALID;
 
 	if (method == IB_SA_METHOD_DELETE) {
@@ -457,9 +485,13 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 
 		if ((comp & MC_CREATE_COMP) != MC_CREATE_COMP)
 			return SOFTIB_SA_ERR_INSUFFICIENT_COMP;
-		/* only a full member of the partition may create a group */
-		idx = softib_port_find_pkey(port, pkey);
-		if (idx < 0 || !(READ_ONCE(port->pkeys[idx]) & 0x8000) ||
+		/*
+		 * Only a full member of the partition may create a group
+		 * (another node's port counts as one: its table is its own)
+		 */
+		idx = port ? softib_port_find_pkey(port, pkey) : 0;
+		if (idx < 0 ||
+		    (port && !(READ_ONCE(port->pkeys[idx]) & 0x8000)) ||
 		    !(join & (BIT(0) | BIT(3))))
 			return SOFTIB_SA_ERR_REQ_INVALID;
 		g = softib_mcg_create(sdev, &mgid, get_be32(q + MC_QKEY),
@@ -474,10 +506,8 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 		/* as OpenSM when it cannot create a group (MLIDs, memory) */
 		if (!g)
 			return SOFTIB_SA_ERR_NO_RESOURCES;
-	} else {
-		idx = softib_port_find_pkey(port, g->pkey);
-		if (idx < 0)
-			return SOFTIB_SA_ERR_REQ_INVALID;
+	} else if (port && softib_port_find_pkey(port, g->pkey) < 0) {
+		return SOFTIB_SA_ERR_REQ_INVALID;
 	}
 
 	m = softib_mcg_member(g, &port_gid);
@@ -500,10 +530,10 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
 /*
  * MCMemberRecord GetTable, as OpenSM answers it: the groups matching the
  * request's MGID, MLID and P_Key components, of the partitions the
- * requesting port is in. A trusted request (a nonzero SM_Key) without a
- * PortGID component gets a record per member, with its PortGID and
- * JoinState; otherwise one record per group, that of the member the
- * PortGID names if any. An untrusted request sees no PortGID and no
+ * requesting port is in (another node's, "sport" NULL: all). A trusted
+ * request (a nonzero SM_Key) without a PortGID component gets a record
+ * per member, with its PortGID and JoinState; otherwise one record per
+ * group, that of the member the PortGID names if any. An untrusted request sees no PortGID and no
  * JoinState (IBTA 15.2.5.17).
  */
 int softib_sa_mc_table(struct softib_dev *sdev, struct softib_port *sport,
@@ -529,7 +559,7 @@ int softib_sa_mc_table(struct softib_dev *sdev, struct softib_port *sport,
 		if ((comp & IB_SA_MCMEMBER_REC_PKEY) &&
 		    g->pkey != get_be16(q + MC_PKEY))
 			continue;
-		if (softib_port_find_pkey(sport, g->pkey) < 0)
+		if (sport && softib_port_find_pkey(sport, g->pkey) < 0)
 			continue;
 		if (trusted && !by_port) {
 			list_for_each_entry(m, &g->members, list) {
@@ -625,12 +655,14 @@ void softib_sa_reset_peak(struct softib_dev *sdev)
 }
 
 /*
- * Answer one SA request from a port into "resp"; returns the MAD status
- * (also in resp), or U16_MAX for a MAD that gets no answer. The self
- * tests call this directly.
+ * Answer one SA request from a port ("sport"; NULL: from another node's
+ * port, at LID "rlid") into "resp"; returns the MAD status (also in
+ * resp), or U16_MAX for a MAD that gets no answer. The self tests call
+ * this directly.
  */
 u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
-		      const struct ib_sa_mad *req, struct ib_sa_mad *resp)
+		      u16 rlid, const struct ib_sa_mad *req,
+		      struct ib_sa_mad *resp)
 {
 	u16 status = 0;
 	u8 method;
@@ -663,7 +695,7 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		if (method != IB_MGMT_METHOD_GET)
 			goto unsupported;
 		softib_sa_count_path(sdev);
-		status = softib_sa_path_rec(sdev, sport, req, resp);
+		status = softib_sa_path_rec(sdev, sport, rlid, req, resp);
 		break;
 	case IB_SA_ATTR_MC_MEMBER_REC:
 		if (method != IB_MGMT_METHOD_GET &&
@@ -675,7 +707,8 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		else if (method == IB_SA_METHOD_DELETE)
 			atomic64_inc(&sdev->sa_mc_leaves);
 		mutex_lock(&sdev->sa_lock);
-		status = softib_sa_mcmember(sdev, sport, method, req, resp);
+		status = softib_sa_mcmember(sdev, sport, rlid, method, req,
+					    resp);
 		mutex_unlock(&sdev->sa_lock);
 		break;
 	default:
@@ -729,7 +762,7 @@ u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 	put_be32(q + MC_QKEY, 0x0000000b);
 	put_be16(q + MC_PKEY, 0xffff);
 	q[MC_SCOPE_JOIN] = join & 0xf;
-	*status = softib_sa_process(sdev, port, req, resp);
+	*status = softib_sa_process(sdev, port, 0, req, resp);
 	if (!*status)
 		mlid = get_be16(resp->data + MC_MLID);
 	kfree(req);
@@ -795,7 +828,8 @@ static bool softib_sa_delay(struct softib_dev *sdev, struct softib_port *port,
 	u32 ms = READ_ONCE(sdev->sa_delay_ms);
 	struct softib_sa_delayed *d;
 
-	if (!ms || READ_ONCE(sdev->n_sa_delayed) >= SOFTIB_SA_DELAYED_MAX)
+	if (!ms || !port ||
+	    READ_ONCE(sdev->n_sa_delayed) >= SOFTIB_SA_DELAYED_MAX)
 		return false;
 	d = kmalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
@@ -844,12 +878,20 @@ void softib_sa_drop_delayed(struct softib_dev *sdev)
 	}
 }
 
-/* A GSI datagram addressed to (SM LID, QP1). */
+/*
+ * A GSI datagram addressed to (SM LID, QP1), from a port of this node or
+ * of another (pkt->sport NULL). A standby SM's SA answers nothing: the
+ * ports ask the master's, whose LID is their SM LID (sm.c).
+ */
 void softib_sa_recv(const struct softib_pkt *pkt)
 {
 	struct softib_dev *sdev = pkt->sdev;
 	struct ib_sa_mad *req, *resp;
 
+	if (!softib_sm_is_master(sdev)) {
+		atomic64_inc(&sdev->sa_standby_drops);
+		return;
+	}
 	req = (struct ib_sa_mad *)softib_pkt_mad(pkt);
 	if (!req)
 		return;
@@ -865,31 +907,13 @@ void softib_sa_recv(const struct softib_pkt *pkt)
 		softib_sa_get_table(sdev, pkt, req, resp);
 		goto out_free;
 	}
-	if (softib_sa_process(sdev, pkt->sport, req, resp) != U16_MAX &&
+	if (softib_sa_process(sdev, pkt->sport, pkt->slid, req, resp) !=
+	    U16_MAX &&
 	    !softib_sa_delay(sdev, pkt->sport, pkt->pkey, resp))
 		softib_sm_send(sdev, softib_sm_lid, pkt->slid, 1, pkt->pkey,
 			       resp);
 out_free:
 	kfree(req);
-}
-
-/*
- * SMInfo at the switch's port 0, where the built-in SM runs (switch.c):
- * it answers Get as the master SM of a managed switch does (sminfo, and
- * an SM that polls for a master). Returns the MAD status.
- */
-u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
-		   struct ib_smp *resp)
-{
-	u8 *info = resp->data;
-
-	if (req->method != IB_MGMT_METHOD_GET)
-		return IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB;
-	/* GUID, SM_Key (0: not shown), ActCount, Priority|SMState */
-	put_unaligned_be64(softib_switch_guid, info);
-	put_unaligned_be32(atomic_inc_return(&sdev->sm_act_count), info + 16);
-	info[20] = SOFTIB_SM_PRIORITY << 4 | SOFTIB_SM_STATE_MASTER;
-	return 0;
 }
 
 /* An SMP from the switch's LID "slid" back to the requester's QP0. */
@@ -940,6 +964,30 @@ void softib_sa_init(struct softib_dev *sdev)
 	INIT_LIST_HEAD(&sdev->sa_delayed);
 	sdev->n_sa_delayed = 0;
 	sdev->sa_delay_ms = 0;
+}
+
+/*
+ * This node's SM is no longer master (sm.c): the SA forgets every
+ * membership, as a standby OpenSM keeps none. The policy's groups stay,
+ * empty, for when it is master again; the ports join at the master.
+ */
+void softib_sa_forget_members(struct softib_dev *sdev)
+{
+	struct softib_mcg_member *m, *mtmp;
+	struct softib_mcg *g, *tmp;
+
+	mutex_lock(&sdev->sa_lock);
+	list_for_each_entry_safe(g, tmp, &sdev->mcgs, list) {
+		if (!g->permanent) {
+			softib_mcg_free(sdev, g);
+			continue;
+		}
+		list_for_each_entry_safe(m, mtmp, &g->members, list) {
+			list_del(&m->list);
+			kfree(m);
+		}
+	}
+	mutex_unlock(&sdev->sa_lock);
 }
 
 void softib_sa_cleanup(struct softib_dev *sdev)

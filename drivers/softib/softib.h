@@ -77,6 +77,9 @@ extern u16 softib_sm_lid;	/* the switch's LID, the SM LID it hands out */
 extern u16 softib_lid_base;	/* port N's LID is softib_lid_base + N */
 #define SOFTIB_SM_PRIORITY	15
 #define SOFTIB_SM_STATE_MASTER	3
+#define SOFTIB_SM_NONE		0xff	/* handshake: the node runs no SM */
+/* JoinState bits of a member that receives (IBTA 15.2.5.17) */
+#define SOFTIB_MC_JOIN_RECEIVES	(BIT(0) | BIT(1))	/* full, non-member */
 #define SOFTIB_QP1_QKEY		0x80010000
 #define SOFTIB_MLID_BASE	0xc000
 /* MLIDs the SA hands out: 0xC001..0xFFFE */
@@ -255,6 +258,12 @@ struct softib_dev {
 	char *policy_text;	/* active partitions.conf text, under sa_lock */
 	atomic64_t sa_requests;
 	atomic_t sm_act_count;		/* the built-in SM's SMInfo ActCount */
+	/* the fabric's master SM (sm.c): its node, elected by sm_work */
+	u32 sm_master;
+	struct work_struct sm_work;
+	atomic64_t sm_master_changes;
+	atomic64_t sm_mft_sets;		/* MFT blocks set at other switches */
+	atomic64_t sa_standby_drops;	/* SA requests to a standby SM */
 	/* PathRecord queries, and the most in one second (sa.c) */
 	atomic64_t sa_path_queries;
 	spinlock_t sa_rate_lock;	/* sa_rate_sec, sa_rate_count, sa_path_peak */
@@ -488,6 +497,13 @@ struct softib_mcast {
 };
 
 /* A multicast group as the SA knows it (membership, not QP attachment). */
+/* a port in a group (sa.c): its GID and its JoinState bits */
+struct softib_mcg_member {
+	struct list_head list;
+	union ib_gid port_gid;
+	u8 join_state;
+};
+
 struct softib_mcg {
 	struct list_head list;
 	union ib_gid mgid;
@@ -659,6 +675,8 @@ int softib_switch_init(struct softib_dev *sdev);
 void softib_switch_cleanup(struct softib_dev *sdev);
 void softib_switch_sm(struct softib_dev *sdev);
 void softib_switch_sm_lid(struct softib_dev *sdev, u32 num);
+void softib_switch_sm_mft_clear(struct softib_dev *sdev);
+void softib_switch_sm_set_lid(struct softib_dev *sdev, u16 sm_lid);
 void softib_switch_sm_mft(struct softib_dev *sdev, u16 mlid, u32 mask);
 void softib_switch_sm_pkeys(struct softib_dev *sdev, u32 num,
 			    const u16 *pkeys);
@@ -779,7 +797,9 @@ extern unsigned int softib_sa_max_groups;
 void softib_sa_init(struct softib_dev *sdev);
 int softib_sa_members_show(struct seq_file *m, struct softib_dev *sdev);
 u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
-		      const struct ib_sa_mad *req, struct ib_sa_mad *resp);
+		      u16 rlid, const struct ib_sa_mad *req,
+		      struct ib_sa_mad *resp);
+void softib_sa_forget_members(struct softib_dev *sdev);
 u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 			   struct softib_port *member, u8 method,
 			   const union ib_gid *mgid, u8 join, u16 *status);
@@ -787,8 +807,6 @@ void softib_sa_cleanup(struct softib_dev *sdev);
 void softib_sa_reset_peak(struct softib_dev *sdev);
 void softib_sa_drop_delayed(struct softib_dev *sdev);
 void softib_sa_recv(const struct softib_pkt *pkt);
-u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
-		   struct ib_smp *resp);
 void softib_sm_reply(const struct softib_pkt *req, u16 slid,
 		     struct ib_smp *resp);
 void softib_sm_send(struct softib_dev *sdev, u16 slid, u16 dlid, u32 qpn,
@@ -936,8 +954,21 @@ void softib_vnode_cm_cleanup(void);
 void softib_vnode_cm_recv(const struct softib_pkt *req, u32 i);
 int softib_vnode_rc_recv(const struct softib_pkt *pkt, u32 i, u32 dqpn);
 
+/* sm.c: the fabric's one subnet manager */
+int softib_sm_check_params(void);
+u8 softib_sm_hs_priority(void);
+bool softib_sm_is_master(struct softib_dev *sdev);
+u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
+		   struct ib_smp *resp);
+void softib_sm_mft_update(struct softib_dev *sdev, u16 mlid);
+void softib_sm_peers_changed(struct softib_dev *sdev);
+void softib_sm_init(struct softib_dev *sdev);
+void softib_sm_stop(struct softib_dev *sdev);
+
 /* link.c */
 struct softib_link *softib_link_prepare(void);
+u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid);
+u64 softib_link_up_nodes(struct softib_dev *sdev);
 struct sk_buff *softib_link_alloc(unsigned int payload, gfp_t gfp);
 bool softib_link_node_up(struct softib_dev *sdev, u32 node);
 void softib_link_send_ib(struct softib_dev *sdev, u32 node,
@@ -961,6 +992,8 @@ bool softib_rcr_recv(struct softib_dev *sdev, struct sk_buff *skb,
 bool softib_wire_lid_node(struct softib_dev *sdev, u16 lid, u32 *node);
 bool softib_wire_gid_lid(struct softib_dev *sdev, const union ib_gid *gid,
 			 u16 *lid);
+bool softib_wire_gid_port(const union ib_gid *gid, u32 *node, u32 *num);
+void softib_wire_lid_gid(u16 lid, union ib_gid *gid);
 void softib_wire_send(const struct softib_pkt *pkt, u32 node);
 bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags);
 int softib_link_start(struct softib_dev *sdev, struct softib_link *link);

@@ -184,6 +184,33 @@ void softib_switch_sm_mft(struct softib_dev *sdev, u16 mlid, u32 mask)
 }
 
 /*
+ * A new master SM (sm.c): the MFT is empty until its joins fill it, here
+ * or by its SMPs from another node.
+ */
+void softib_switch_sm_mft_clear(struct softib_dev *sdev)
+{
+	struct softib_switch *sw = &sdev->sw;
+	unsigned long flags;
+	u32 i;
+
+	spin_lock_irqsave(&sw->lock, flags);
+	for (i = 0; i < SOFTIB_SW_MFT_CAP; i++)
+		WRITE_ONCE(sw->mft[i], 0);
+	spin_unlock_irqrestore(&sw->lock, flags);
+}
+
+/* The master SM's LID at the switch's port 0 (sm.c). */
+void softib_switch_sm_set_lid(struct softib_dev *sdev, u16 sm_lid)
+{
+	struct softib_port *p0 = &sdev->sw.ports[0];
+	unsigned long flags;
+
+	spin_lock_irqsave(&p0->lock, flags);
+	p0->sm_lid = sm_lid;
+	spin_unlock_irqrestore(&p0->lock, flags);
+}
+
+/*
  * The built-in SM's partitions at switch port "num", as OpenSM programs
  * a switch's external ports (osm_pkey_mgr.c, part_enforce "both", its
  * default): the P_Key table of the CA port at the other end of the

@@ -39,28 +39,39 @@ bool softib_wire_lid_node(struct softib_dev *sdev, u16 lid, u32 *node)
 }
 
 /*
+ * The node and port number behind a port GID of a fabric across kernels
+ * (any node's, this one's too); false for a GID that is not one.
+ */
+bool softib_wire_gid_port(const union ib_gid *gid, u32 *node, u32 *num)
+{
+	u64 guid = be64_to_cpu(gid->global.interface_id);
+
+	*node = (guid >> SOFTIB_GUID_NODE_SHIFT) & SOFTIB_NODE_MAX;
+	*num = guid & 0xff;
+	return be64_to_cpu(gid->global.subnet_prefix) == SOFTIB_SUBNET_PREFIX &&
+	       (guid & ~(0xffULL | ((u64)SOFTIB_NODE_MAX << SOFTIB_GUID_NODE_SHIFT))) ==
+	       SOFTIB_GUID_BASE && *node && *num >= 1 &&
+	       *num < SOFTIB_NODE_LIDS;
+}
+
+/*
  * The LID of another node's port with this GID (a PathRecord's DLID),
  * if that node is on the link now.
  */
 bool softib_wire_gid_lid(struct softib_dev *sdev, const union ib_gid *gid,
 			 u16 *lid)
 {
-	u64 guid = be64_to_cpu(gid->global.interface_id);
-	u32 k = (guid >> SOFTIB_GUID_NODE_SHIFT) & SOFTIB_NODE_MAX;
-	u32 num = guid & 0xff;
+	u32 k, num;
 
-	if (!sdev->link ||
-	    be64_to_cpu(gid->global.subnet_prefix) != SOFTIB_SUBNET_PREFIX ||
-	    (guid & ~(0xffULL | ((u64)SOFTIB_NODE_MAX << SOFTIB_GUID_NODE_SHIFT))) !=
-	    SOFTIB_GUID_BASE || !k || k == softib_node || num < 1 ||
-	    num >= SOFTIB_NODE_LIDS || !softib_link_node_up(sdev, k))
+	if (!sdev->link || !softib_wire_gid_port(gid, &k, &num) ||
+	    k == softib_node || !softib_link_node_up(sdev, k))
 		return false;
 	*lid = k * SOFTIB_NODE_LIDS + num;
 	return true;
 }
 
 /* the GID of the port behind another node's LID (a packet without GRH) */
-static void softib_wire_lid_gid(u16 lid, union ib_gid *gid)
+void softib_wire_lid_gid(u16 lid, union ib_gid *gid)
 {
 	u64 k = lid / SOFTIB_NODE_LIDS;
 

@@ -8,7 +8,9 @@
 # NodeDescription, SwitchInfo, by LID), its built-in SM (sminfo), its CA
 # port (NodeInfo, PortInfo) and that port's counters (perfquery, the
 # PMA), all LID-routed through the link; a LID of a node that is not on
-# the fabric answers nothing and the query fails in its timeout.
+# the fabric answers nothing and the query fails in its timeout. One SM
+# is master: node 1's (equal priorities, the lower GUID), node 2's is
+# standby, and every port's SM LID is node 1's switch's, 32.
 
 # shellcheck source=/dev/null
 source "$(dirname "$0")/../lib.sh"
@@ -22,6 +24,9 @@ SW_LID=$((32 * PEER))
 CA_LID=$((32 * PEER + 1))
 NODE_GUID=$(printf 0x%016x $((0x02110bff00000000 | PEER << 24)))
 SW_GUID=$(printf 0x%016x $((NODE_GUID | 0x10000)))
+# the master: node 1
+MASTER_LID=32
+STATE=("" "3 SMINFO_MASTER" "2 SMINFO_STANDBY")
 
 cleanup() {
 	unload_softib
@@ -37,7 +42,7 @@ expect() {
 	check_err $? "$2 is '$v', not '$3'"
 }
 
-ktap_header 6
+ktap_header 7
 
 modprobe ib_umad && pair_link_load && slowwait 15 pair_link_up
 ktap_result $? "softib on both nodes, linked" || ktap_finish
@@ -62,10 +67,25 @@ log_test "node $PEER's switch by LID $SW_LID: NodeInfo, NodeDescription, SwitchI
 
 RET=0
 out=$(sminfo "$SW_LID" 2>&1)
-re="^sminfo: sm lid $SW_LID sm guid 0x${SW_GUID#0x0}, activity count [0-9]+ priority 15 state 3 SMINFO_MASTER$"
+re="^sminfo: sm lid $SW_LID sm guid 0x${SW_GUID#0x0}, activity count [0-9]+ priority 15 state ${STATE[PEER]}$"
 [[ $out =~ $re ]]
 check_err $? "sminfo $SW_LID: $out"
-log_test "node $PEER's built-in SM by sminfo $SW_LID"
+log_test "node $PEER's built-in SM by sminfo $SW_LID: ${STATE[PEER]#* }"
+
+# sminfo without a LID asks the port's SM LID: the master's
+RET=0
+for p in 1 2; do
+	lid=$(cat "/sys/class/infiniband/softib0/ports/$p/sm_lid")
+	((lid == MASTER_LID))
+	(($? == 0)) || check_err 1 "port $p's SM LID is $lid, not $MASTER_LID"
+done
+[[ $(stat_of "$SOFTIB_DBG/stats" sm_master) == 1 ]]
+(($? == 0)) || check_err 1 "stats: sm_master $(stat_of "$SOFTIB_DBG/stats" sm_master)"
+out=$(sminfo 2>&1)
+re="^sminfo: sm lid $MASTER_LID sm guid 0x2110bff01010000, activity count [0-9]+ priority 15 state 3 SMINFO_MASTER$"
+[[ $out =~ $re ]]
+check_err $? "sminfo: $out"
+log_test "one master for the fabric: node 1's SM, at every port's SM LID $MASTER_LID"
 
 RET=0
 out=$(smpquery -L nodeinfo "$CA_LID" 2>&1)
@@ -77,7 +97,7 @@ expect "$out" LocalPort 1
 out=$(smpquery -L portinfo "$CA_LID" 2>&1)
 check_err $? "smpquery -L portinfo $CA_LID: $out"
 expect "$out" Lid "$CA_LID"
-expect "$out" SMLid "$SW_LID"
+expect "$out" SMLid "$MASTER_LID"
 expect "$out" LinkState Active
 log_test "node $PEER's port 1 by LID $CA_LID: NodeInfo, PortInfo"
 
