@@ -73,6 +73,9 @@ arrangement() {
 	if ((ME == 1)); then
 		slowwait 20 joined 2
 		check_err $? "node 2 not in the broadcast group at node 1's SA: $(grep -c . "$SOFTIB_DBG/sa_members") members"
+		# the group's MFT block at node 2's switch, with its port 1
+		(($(stat_of "$SOFTIB_DBG/stats" sm_mft_sets) > 0))
+		(($? == 0)) || check_err 1 "no MFT block set at node 2's switch"
 	fi
 	pair_barrier "up-$tag"
 	ping -c 2 -i 0.2 -w 15 -W 3 "$3.$PEER" >/dev/null

@@ -74,6 +74,8 @@ if softib_case "bad link parameters: errno, a log line, nothing loaded"; then
 	refused "Invalid parameters" "link=lo needs this node's number" \
 		link=lo link_peers=127.0.0.2 fabric_key=$KEY
 	refused "Invalid parameters" "node=64 is out of range" node=64
+	refused "Invalid parameters" "sm_priority=16 is out of range: load with sm_priority=0..15" \
+		node=1 sm_priority=16
 	refused "No such device" "link=nosuch0: no such network interface" \
 		link=nosuch0 node=1 link_peers=127.0.0.2 fabric_key=$KEY
 	refused "Invalid parameters" "link=lo needs fabric_key=<64 hex digits>, the same on every node" \
