@@ -1294,14 +1294,18 @@ static struct softib_link_peer *softib_link_peer_of(struct softib_link *link,
 /*
  * The fabric's master SM (sm.c): of this node's SM (priority "prio",
  * node GUID "guid") and those of the nodes on the link now, the highest
- * priority, then the lowest GUID (IBTA 14.4.1.1). Returns its node.
+ * priority, then the lowest GUID (IBTA 14.4.1.1). Returns its node, and
+ * in *gen its link's session count (0 for this node): a master that
+ * reloaded is a new SM with an empty SA.
  */
-u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid)
+u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid,
+			  u32 *gen)
 {
 	struct softib_link *link = sdev->link;
 	struct softib_link_peer *peer;
 	u32 i, master = softib_node;
 
+	*gen = 0;
 	for (i = 0; link && i < link->npeers; i++) {
 		peer = &link->peers[i];
 		spin_lock_bh(&peer->lock);
@@ -1312,24 +1316,38 @@ u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid)
 			prio = peer->sm_priority;
 			guid = peer->guid;
 			master = peer->node;
+			*gen = peer->gen;
 		}
 		spin_unlock_bh(&peer->lock);
 	}
 	return master;
 }
 
-/* The nodes on the link now, bit K for node K. */
-u64 softib_link_up_nodes(struct softib_dev *sdev)
+/*
+ * The nodes on the link now that run the built-in SM (the fabric's SM
+ * manages their switches), bit K for node K.
+ */
+u64 softib_link_sm_nodes(struct softib_dev *sdev)
 {
 	struct softib_link *link = sdev->link;
+	struct softib_link_peer *peer;
 	u64 nodes = 0;
 	u32 i;
 
-	for (i = 0; link && i < link->npeers; i++)
-		if (READ_ONCE(link->peers[i].state) == SOFTIB_PEER_UP)
-			nodes |= BIT_ULL(READ_ONCE(link->peers[i].node) &
+	for (i = 0; link && i < link->npeers; i++) {
+		peer = &link->peers[i];
+		if (READ_ONCE(peer->state) == SOFTIB_PEER_UP &&
+		    READ_ONCE(peer->sm_priority) != SOFTIB_SM_NONE)
+			nodes |= BIT_ULL(READ_ONCE(peer->node) &
 					 SOFTIB_NODE_MAX);
+	}
 	return nodes;
+}
+
+/* The link is going away (softib_link_stop()): no more elections. */
+bool softib_link_closing(struct softib_dev *sdev)
+{
+	return sdev->link && READ_ONCE(sdev->link->closing);
 }
 
 /* Is node "node" on the link now? */
@@ -1920,6 +1938,8 @@ int softib_link_start(struct softib_dev *sdev, struct softib_link *link)
 	softib_link_debugfs(link);
 	for (i = 0; i < link->npeers; i++)
 		mod_timer(&link->peers[i].timer, jiffies + 1);
+	/* a peer may have come up before sdev->link was set: elect now */
+	softib_sm_peers_changed(sdev);
 	pr_info("link on %s (MTU %u, IB MTU %u), node %u, GUID %016llx, %u peer(s)\n",
 		link->ifname, link->dev_mtu, link->ib_mtu, softib_node,
 		softib_node_guid, link->npeers);

@@ -707,6 +707,16 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		else if (method == IB_SA_METHOD_DELETE)
 			atomic64_inc(&sdev->sa_mc_leaves);
 		mutex_lock(&sdev->sa_lock);
+		/*
+		 * Again under the lock: a join that got past
+		 * softib_sa_recv() as this SM stopped being master must not
+		 * land after softib_sa_forget_members() (sm.c).
+		 */
+		if (softib_builtin_sm && !softib_sm_is_master(sdev)) {
+			mutex_unlock(&sdev->sa_lock);
+			atomic64_inc(&sdev->sa_standby_drops);
+			return U16_MAX;
+		}
 		status = softib_sa_mcmember(sdev, sport, rlid, method, req,
 					    resp);
 		mutex_unlock(&sdev->sa_lock);
@@ -967,25 +977,35 @@ void softib_sa_init(struct softib_dev *sdev)
 }
 
 /*
- * This node's SM is no longer master (sm.c): the SA forgets every
- * membership, as a standby OpenSM keeps none. The policy's groups stay,
- * empty, for when it is master again; the ports join at the master.
+ * Forget memberships (sm.c). Node 0: every one, when this node's SM is
+ * no longer master, as a standby OpenSM keeps none; the policy's groups
+ * stay, empty, for when it is master again, and the ports join at the
+ * master. Node K: the ports of node K, which left the fabric (a group
+ * that only they were in goes, its MLID free again), as OpenSM drops
+ * the members of a port that is gone.
  */
-void softib_sa_forget_members(struct softib_dev *sdev)
+void softib_sa_forget_members(struct softib_dev *sdev, u32 node)
 {
 	struct softib_mcg_member *m, *mtmp;
 	struct softib_mcg *g, *tmp;
+	bool changed;
+	u32 k, num;
 
 	mutex_lock(&sdev->sa_lock);
 	list_for_each_entry_safe(g, tmp, &sdev->mcgs, list) {
-		if (!g->permanent) {
-			softib_mcg_free(sdev, g);
-			continue;
-		}
+		changed = false;
 		list_for_each_entry_safe(m, mtmp, &g->members, list) {
+			if (node && (!softib_wire_gid_port(&m->port_gid, &k,
+							   &num) || k != node))
+				continue;
 			list_del(&m->list);
 			kfree(m);
+			changed = true;
 		}
+		if (list_empty(&g->members) && !g->permanent)
+			softib_mcg_free(sdev, g);
+		else if (changed)
+			softib_mcg_program(sdev, g);
 	}
 	mutex_unlock(&sdev->sa_lock);
 }

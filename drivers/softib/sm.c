@@ -153,7 +153,7 @@ void softib_sm_mft_update(struct softib_dev *sdev, u16 mlid)
 	if (!sdev->link || !softib_sm_is_master(sdev) ||
 	    mlid < SOFTIB_MLID_BASE || mlid >= SOFTIB_LID_PERMISSIVE)
 		return;
-	nodes = softib_link_up_nodes(sdev);
+	nodes = softib_link_sm_nodes(sdev);
 	for (k = 1; k <= SOFTIB_NODE_MAX; k++)
 		if (nodes & BIT_ULL(k))
 			softib_sm_mft_send(sdev, k,
@@ -168,13 +168,30 @@ static void softib_sm_elect_work(struct work_struct *work)
 {
 	struct softib_dev *sdev = container_of(work, struct softib_dev,
 					       sm_work);
-	u32 old = READ_ONCE(sdev->sm_master), master, i;
+	u32 old = READ_ONCE(sdev->sm_master), master, gen, i;
+	u64 nodes, gone;
 	u16 lid;
 
-	master = softib_link_sm_master(sdev, softib_sm_priority,
-				       softib_node_guid);
-	if (master == old)
+	if (softib_link_closing(sdev))
 		return;
+	master = softib_link_sm_master(sdev, softib_sm_priority,
+				       softib_node_guid, &gen);
+	/*
+	 * The master forgets the ports of the nodes that left: their
+	 * groups would hold MLIDs, and their bits go into the MFT blocks
+	 * it sets when they come back.
+	 */
+	nodes = softib_link_sm_nodes(sdev);
+	gone = sdev->sm_nodes & ~nodes;
+	sdev->sm_nodes = nodes;
+	if (master == softib_node && old == softib_node)
+		for (i = 1; i <= SOFTIB_NODE_MAX; i++)
+			if (gone & BIT_ULL(i))
+				softib_sa_forget_members(sdev, i);
+	/* the same master, unless it reloaded (a new link session) */
+	if (master == old && gen == sdev->sm_master_gen)
+		return;
+	sdev->sm_master_gen = gen;
 
 	/*
 	 * The MFT is the new master's to fill. A node that becomes master
@@ -191,7 +208,7 @@ static void softib_sm_elect_work(struct work_struct *work)
 	} else {
 		WRITE_ONCE(sdev->sm_master, master);
 		if (old == softib_node)
-			softib_sa_forget_members(sdev);
+			softib_sa_forget_members(sdev, 0);
 		softib_switch_sm_mft_clear(sdev);
 	}
 	atomic64_inc(&sdev->sm_master_changes);

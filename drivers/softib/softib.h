@@ -260,6 +260,8 @@ struct softib_dev {
 	atomic_t sm_act_count;		/* the built-in SM's SMInfo ActCount */
 	/* the fabric's master SM (sm.c): its node, elected by sm_work */
 	u32 sm_master;
+	u32 sm_master_gen;		/* its link session (0: this node) */
+	u64 sm_nodes;			/* nodes on the link at the last election */
 	struct work_struct sm_work;
 	atomic64_t sm_master_changes;
 	atomic64_t sm_mft_sets;		/* MFT blocks set at other switches */
@@ -799,7 +801,7 @@ int softib_sa_members_show(struct seq_file *m, struct softib_dev *sdev);
 u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		      u16 rlid, const struct ib_sa_mad *req,
 		      struct ib_sa_mad *resp);
-void softib_sa_forget_members(struct softib_dev *sdev);
+void softib_sa_forget_members(struct softib_dev *sdev, u32 node);
 u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 			   struct softib_port *member, u8 method,
 			   const union ib_gid *mgid, u8 join, u16 *status);
@@ -967,8 +969,10 @@ void softib_sm_stop(struct softib_dev *sdev);
 
 /* link.c */
 struct softib_link *softib_link_prepare(void);
-u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid);
-u64 softib_link_up_nodes(struct softib_dev *sdev);
+u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid,
+			  u32 *gen);
+u64 softib_link_sm_nodes(struct softib_dev *sdev);
+bool softib_link_closing(struct softib_dev *sdev);
 struct sk_buff *softib_link_alloc(unsigned int payload, gfp_t gfp);
 bool softib_link_node_up(struct softib_dev *sdev, u32 node);
 void softib_link_send_ib(struct softib_dev *sdev, u32 node,

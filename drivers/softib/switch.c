@@ -603,6 +603,18 @@ void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
 		goto out_free;
 	if (dr && !sw_dr_forward(sw, in, req))
 		goto out_free;
+	/*
+	 * From another node (in 0) a Set is taken only from the master SM
+	 * this node elected, at its SM LID: a node that wrongly takes
+	 * itself for master (before its election ran, or on a fabric cut
+	 * in two) must not rewrite this switch's tables.
+	 */
+	if (!in && req->method == IB_MGMT_METHOD_SET &&
+	    (pkt->slid != READ_ONCE(sw->ports[0].sm_lid) ||
+	     softib_sm_is_master(pkt->sdev))) {
+		atomic64_inc(&sw->sma_dropped);
+		goto out_free;
+	}
 	/* answers and traps to the switch: it has no SM agent to give them */
 	if (req->method & IB_MGMT_METHOD_RESP ||
 	    req->method == IB_MGMT_METHOD_TRAP ||
@@ -821,6 +833,14 @@ int softib_switch_show(struct seq_file *m, struct softib_dev *sdev)
 			seq_printf(m, " %s %lld", sw_drop_names[d],
 				   atomic64_read(&sw->discards[i][d]));
 		seq_putc(m, '\n');
+	}
+	/* the MFT's entries that forward somewhere: MLID, port mask */
+	for (i = 0; i < SOFTIB_SW_MFT_CAP; i++) {
+		u32 mask = READ_ONCE(sw->mft[i]);
+
+		if (mask)
+			seq_printf(m, "mft 0x%04x 0x%x\n",
+				   SOFTIB_MLID_BASE + i, mask);
 	}
 	return 0;
 }

@@ -46,6 +46,8 @@ ktap_header 7
 
 modprobe ib_umad && pair_link_load && slowwait 15 pair_link_up
 ktap_result $? "softib on both nodes, linked" || ktap_finish
+# the election has run here: the ports have the master's SM LID
+slowwait 10 sh -c "grep -qx 0x20 /sys/class/infiniband/softib0/ports/2/sm_lid"
 # what this node's switch answered before the other node asks it
 answered=$(stat_of "$SOFTIB_DBG/switch" sma_answered)
 pair_barrier start 60

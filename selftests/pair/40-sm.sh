@@ -6,11 +6,13 @@
 # one and ours on the other, in both arrangements. Node 1's built-in SM
 # is master (equal priorities, the lower GUID): every port's SM LID is
 # its switch's (32) and node 2's IPoIB joins the broadcast group at node
-# 1's SA. Node 1's stack goes away: node 2's SM takes over, its ports get
-# its own SM LID (64) and a client reregister, and its IPoIB joins the
-# group again, now at its own SA. Node 1 comes back with sm_priority=7:
-# node 2 stays master, node 1's ports take SM LID 64, its IPoIB joins at
-# node 2's SA, and the nodes ping each other.
+# 1's SA, which sets the group's MFT entry at node 2's switch. Node 1's
+# stack goes away: node 2's SM takes over, its ports get its own SM LID
+# (64) and a client reregister, and its IPoIB joins the group again, now
+# at its own SA. Node 1 comes back with sm_priority=7: node 2 stays
+# master, node 1's ports take SM LID 64, its IPoIB joins at node 2's SA,
+# and the nodes ping each other. Node 1 vanishes (its link silent): the
+# master forgets its port.
 
 # shellcheck source=/dev/null
 source "$(dirname "$0")/../lib.sh"
@@ -44,6 +46,16 @@ sm_lid_is() {
 # joined K: this node's SA has node K's port 1 in the broadcast group
 joined() { grep -q "^0x[0-9a-f]* $BCAST $(port_gid "$1") " "$SOFTIB_DBG/sa_members"; }
 
+not_joined() { ! joined "$1"; }
+
+# mft_has MLID PORT: this node's switch forwards MLID out of port PORT
+mft_has() {
+	local mask
+
+	mask=$(awk -v l="$1" '$1 == "mft" && $2 == l { print $3 }' "$SOFTIB_DBG/switch")
+	[[ -n $mask ]] && ((mask & (1 << $2)))
+}
+
 # up DRIVER SUBNET [PARAM...]: softib linked (with PARAMs), the SM
 # elected (SM LID $MASTER), then ib0 of DRIVER up with carrier
 up() {
@@ -57,11 +69,11 @@ up() {
 		slowwait 30 ipoib_lower_up "" ib0
 }
 
-ktap_header 6
+ktap_header 8
 
 # arrangement DRV_NODE1 DRV_NODE2 SUBNET: one driver on each node
 arrangement() {
-	local drv=$1 tag=$1-$2 changes out
+	local drv=$1 tag=$1-$2 changes out mlid
 
 	((ME == 2)) && drv=$2
 	ktap_diag "node 1: $1, node 2: $2"
@@ -73,13 +85,17 @@ arrangement() {
 	if ((ME == 1)); then
 		slowwait 20 joined 2
 		check_err $? "node 2 not in the broadcast group at node 1's SA: $(grep -c . "$SOFTIB_DBG/sa_members") members"
-		# the group's MFT block at node 2's switch, with its port 1
-		(($(stat_of "$SOFTIB_DBG/stats" sm_mft_sets) > 0))
-		(($? == 0)) || check_err 1 "no MFT block set at node 2's switch"
+		pair_put "mlid-$tag" "$(awk -v g=$BCAST '$2 == g { print $1; exit }' "$SOFTIB_DBG/sa_members")"
+	else
+		# the master set the group's MFT entry here, with port 1
+		mlid=$(pair_get "mlid-$tag")
+		slowwait 10 mft_has "$mlid" 1
+		check_err $? "node 2's switch: no MFT entry of MLID '$mlid' with port 1: $(grep ^mft "$SOFTIB_DBG/switch" | tr '\n' ' ')"
 	fi
 	pair_barrier "up-$tag"
 	ping -c 2 -i 0.2 -w 15 -W 3 "$3.$PEER" >/dev/null
 	check_err $? "no ping to node $PEER"
+	changes=$(stat_of "$SOFTIB_DBG/stats" sm_master_changes)
 	pair_barrier "pinged-$tag"
 	log_test "$1/$2: node 1's SM is master, node 2's ports at SM LID 32 join its SA"
 
@@ -90,7 +106,6 @@ arrangement() {
 		check_err $? "unload"
 		pair_barrier "gone-$tag"
 	else
-		changes=$(stat_of "$SOFTIB_DBG/stats" sm_master_changes)
 		pair_barrier "gone-$tag"
 		slowwait 10 sm_lid_is 64
 		check_err $? "SM LID $(<"$SYS/ports/1/sm_lid") after node 1 left, not 64"
@@ -101,6 +116,7 @@ arrangement() {
 		check_err $? "ib0 did not join again at node 2's SA"
 		(($(stat_of "$SOFTIB_DBG/stats" sm_master_changes) == changes + 1))
 		(($? == 0)) || check_err 1 "sm_master_changes $changes -> $(stat_of "$SOFTIB_DBG/stats" sm_master_changes)"
+		changes=$(stat_of "$SOFTIB_DBG/stats" sm_master_changes)
 	fi
 	pair_barrier "taken-$tag"
 	log_test "$1/$2: node 1 gone, node 2's SM takes over and its IPoIB joins again"
@@ -115,7 +131,6 @@ arrangement() {
 		[[ $out == "sminfo: sm lid 32 sm guid 0x2110bff01010000,"*"priority 7 state 2 SMINFO_STANDBY" ]]
 		check_err $? "sminfo 32: $out"
 	else
-		changes=$(stat_of "$SOFTIB_DBG/stats" sm_master_changes)
 		slowwait 20 joined 1
 		check_err $? "node 1 not in the broadcast group at node 2's SA"
 	fi
@@ -128,6 +143,21 @@ arrangement() {
 		(($? == 0)) || check_err 1 "master changed: sm_master_changes $changes -> $(stat_of "$SOFTIB_DBG/stats" sm_master_changes)"
 	fi
 	log_test "$1/$2: node 1 back with sm_priority=7: node 2 stays master, the nodes ping"
+
+	# node 1 vanishes (its link goes silent: no leave, no CLOSE): once
+	# its link is down the master drops its port from the group
+	RET=0
+	if ((ME == 1)); then
+		echo "blackhole 1" >"$SOFTIB_DBG/fabric/fault"
+		check_err $? "blackhole"
+	fi
+	pair_barrier "left-$tag"
+	if ((ME == 2)); then
+		slowwait 15 not_joined 1
+		check_err $? "node 2's SA still has node 1's port: $(grep -c . "$SOFTIB_DBG/sa_members") members"
+	fi
+	pair_barrier "forgot-$tag" 60
+	log_test "$1/$2: node 1 vanishes: the master forgets its port"
 
 	cleanup
 	pair_barrier "down-$tag"
