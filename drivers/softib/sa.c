@@ -75,6 +75,12 @@ MODULE_PARM_DESC(sa_max_groups, "Multicast groups the SA creates on joins, per d
 			 IB_SA_MCMEMBER_REC_PKEY | IB_SA_MCMEMBER_REC_FLOW_LABEL | \
 			 IB_SA_MCMEMBER_REC_SL)
 
+struct softib_mcg_member {
+	struct list_head list;
+	union ib_gid port_gid;
+	u8 join_state;
+};
+
 static void put_be16(u8 *p, u16 v)
 {
 	*(__be16 *)p = cpu_to_be16(v);
@@ -260,7 +266,34 @@ void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 }
 
 /* JoinState bits of a member that receives (IBTA 15.2.5.17) */
-#define MC_JOIN_RECEIVES	SOFTIB_MC_JOIN_RECEIVES
+#define MC_JOIN_RECEIVES	(BIT(0) | BIT(1))	/* full, non-member */
+
+/*
+ * The ports of node "node" (this one's, or another's of the link) with a
+ * member of "g" that receives: bit N for port N.
+ */
+u32 softib_mcg_ports(struct softib_dev *sdev, const struct softib_mcg *g,
+		     u32 node)
+{
+	struct softib_mcg_member *m;
+	struct softib_port *port;
+	u32 mask = 0, k, num;
+
+	lockdep_assert_held(&sdev->sa_lock);
+	list_for_each_entry(m, &g->members, list) {
+		if (!(m->join_state & MC_JOIN_RECEIVES))
+			continue;
+		if (node == softib_node) {
+			port = softib_gid_to_port(sdev, &m->port_gid);
+			if (port)
+				mask |= BIT(port->num);
+		} else if (softib_wire_gid_port(&m->port_gid, &k, &num) &&
+			   k == node) {
+			mask |= BIT(num);
+		}
+	}
+	return mask;
+}
 
 /*
  * The built-in SM's MFT entry for a group (switch.c): the switch ports
@@ -278,21 +311,11 @@ void softib_sa_path_fill(u8 *r, const union ib_gid *sgid,
 static void softib_mcg_program(struct softib_dev *sdev,
 			       const struct softib_mcg *g)
 {
-	struct softib_mcg_member *m;
-	struct softib_port *port;
-	u32 mask = 0;
-
 	lockdep_assert_held(&sdev->sa_lock);
 	if (!softib_sm_is_master(sdev))
 		return;
-	list_for_each_entry(m, &g->members, list) {
-		if (!(m->join_state & MC_JOIN_RECEIVES))
-			continue;
-		port = softib_gid_to_port(sdev, &m->port_gid);
-		if (port)
-			mask |= BIT(port->num);
-	}
-	softib_switch_sm_mft(sdev, g->mlid, mask);
+	softib_switch_sm_mft(sdev, g->mlid,
+			     softib_mcg_ports(sdev, g, softib_node));
 	/* and at the other nodes' switches, for their member ports */
 	softib_sm_mft_update(sdev, g->mlid);
 }
@@ -533,8 +556,8 @@ static u16 softib_sa_mcmember(struct softib_dev *sdev,
  * requesting port is in (another node's, "sport" NULL: all). A trusted
  * request (a nonzero SM_Key) without a PortGID component gets a record
  * per member, with its PortGID and JoinState; otherwise one record per
- * group, that of the member the PortGID names if any. An untrusted request sees no PortGID and no
- * JoinState (IBTA 15.2.5.17).
+ * group, that of the member the PortGID names if any. An untrusted
+ * request sees no PortGID and no JoinState (IBTA 15.2.5.17).
  */
 int softib_sa_mc_table(struct softib_dev *sdev, struct softib_port *sport,
 		       const struct ib_sa_mad *req, struct softib_sa_table *t)

@@ -44,7 +44,6 @@ MODULE_PARM_DESC(sm_priority,
 		 "the built-in SM's priority in the fabric's election, 0..15 (15)");
 
 #define SOFTIB_SM_STATE_STANDBY	2
-#define SW_MFT_BLOCK		32	/* MLIDs per MulticastForwardingTable block */
 
 int softib_sm_check_params(void)
 {
@@ -69,8 +68,8 @@ bool softib_sm_is_master(struct softib_dev *sdev)
 	       READ_ONCE(sdev->sm_master) == softib_node;
 }
 
-/* The SM LID of the fabric's master: its switch's LID. */
-static u16 softib_sm_master_lid(u32 node)
+/* Node "node"'s switch LID, where its SM runs: the SM LID if master. */
+static u16 softib_sm_switch_lid(u32 node)
 {
 	return node == softib_node ? softib_sm_lid : node * SOFTIB_NODE_LIDS;
 }
@@ -102,12 +101,11 @@ u16 softib_sm_info(struct softib_dev *sdev, const struct ib_smp *req,
  */
 static void softib_sm_mft_send(struct softib_dev *sdev, u32 node, u32 block)
 {
-	u16 first = SOFTIB_MLID_BASE + block * SW_MFT_BLOCK;
-	struct softib_mcg_member *m;
+	u16 first = SOFTIB_MLID_BASE + block * SOFTIB_SW_MFT_BLOCK;
 	struct ib_smp *smp;
 	struct softib_mcg *g;
 	__be16 *masks;
-	u32 k, num;
+	u32 ports;
 
 	lockdep_assert_held(&sdev->sa_lock);
 	/* an SMP is a whole MAD, as softib_sm_send() sends it */
@@ -116,16 +114,12 @@ static void softib_sm_mft_send(struct softib_dev *sdev, u32 node, u32 block)
 	if (!smp)
 		return;	/* the next join or leave in the block sets it */
 	masks = (__be16 *)smp->data;
+	/* position 0: the masks of ports 0..15 */
 	list_for_each_entry(g, &sdev->mcgs, list) {
-		if (g->mlid < first || g->mlid >= first + SW_MFT_BLOCK)
+		if (g->mlid < first || g->mlid >= first + SOFTIB_SW_MFT_BLOCK)
 			continue;
-		list_for_each_entry(m, &g->members, list) {
-			if (!(m->join_state & SOFTIB_MC_JOIN_RECEIVES) ||
-			    !softib_wire_gid_port(&m->port_gid, &k, &num) ||
-			    k != node || num >= 16)
-				continue;
-			masks[g->mlid - first] |= cpu_to_be16(BIT(num));
-		}
+		ports = softib_mcg_ports(sdev, g, node);
+		masks[g->mlid - first] |= cpu_to_be16(lower_16_bits(ports));
 	}
 	smp->base_version = IB_MGMT_BASE_VERSION;
 	smp->mgmt_class = IB_MGMT_CLASS_SUBN_LID_ROUTED;
@@ -133,9 +127,9 @@ static void softib_sm_mft_send(struct softib_dev *sdev, u32 node, u32 block)
 	smp->method = IB_MGMT_METHOD_SET;
 	smp->tid = cpu_to_be64(atomic64_inc_return(&sdev->sm_mft_sets));
 	smp->attr_id = IB_SMP_ATTR_MCAST_FORWARD_TABLE;
-	smp->attr_mod = cpu_to_be32(block);	/* position 0: ports 0..15 */
-	softib_sm_send(sdev, softib_sm_lid, node * SOFTIB_NODE_LIDS, 0, 0xffff,
-		       smp);
+	smp->attr_mod = cpu_to_be32(block);	/* position 0 */
+	softib_sm_send(sdev, softib_sm_lid, softib_sm_switch_lid(node), 0,
+		       0xffff, smp);
 	kfree(smp);
 }
 
@@ -157,7 +151,8 @@ void softib_sm_mft_update(struct softib_dev *sdev, u16 mlid)
 	for (k = 1; k <= SOFTIB_NODE_MAX; k++)
 		if (nodes & BIT_ULL(k))
 			softib_sm_mft_send(sdev, k,
-					   (mlid - SOFTIB_MLID_BASE) / SW_MFT_BLOCK);
+					   (mlid - SOFTIB_MLID_BASE) /
+					   SOFTIB_SW_MFT_BLOCK);
 }
 
 /*
@@ -212,7 +207,7 @@ static void softib_sm_elect_work(struct work_struct *work)
 		softib_switch_sm_mft_clear(sdev);
 	}
 	atomic64_inc(&sdev->sm_master_changes);
-	lid = softib_sm_master_lid(master);
+	lid = softib_sm_switch_lid(master);
 	pr_info("subnet manager: node %u is master (SM LID %u), this node %s\n",
 		master, lid, master == softib_node ? "master" : "standby");
 

@@ -45,6 +45,7 @@
 /* the switch's forwarding tables: every unicast LID, 16,384 MLIDs */
 #define SOFTIB_SW_LFT_CAP	0xc000
 #define SOFTIB_SW_MFT_CAP	0x4000
+#define SOFTIB_SW_MFT_BLOCK	32	/* MLIDs per MulticastForwardingTable block */
 #define SOFTIB_HW_REV		1
 /* PortInfo: VLArbitration entries per priority, RespTimeValue (2^18 x 4 us) */
 #define SOFTIB_VLARB_CAP	32
@@ -78,8 +79,6 @@ extern u16 softib_lid_base;	/* port N's LID is softib_lid_base + N */
 #define SOFTIB_SM_PRIORITY	15
 #define SOFTIB_SM_STATE_MASTER	3
 #define SOFTIB_SM_NONE		0xff	/* handshake: the node runs no SM */
-/* JoinState bits of a member that receives (IBTA 15.2.5.17) */
-#define SOFTIB_MC_JOIN_RECEIVES	(BIT(0) | BIT(1))	/* full, non-member */
 #define SOFTIB_QP1_QKEY		0x80010000
 #define SOFTIB_MLID_BASE	0xc000
 /* MLIDs the SA hands out: 0xC001..0xFFFE */
@@ -499,13 +498,6 @@ struct softib_mcast {
 };
 
 /* A multicast group as the SA knows it (membership, not QP attachment). */
-/* a port in a group (sa.c): its GID and its JoinState bits */
-struct softib_mcg_member {
-	struct list_head list;
-	union ib_gid port_gid;
-	u8 join_state;
-};
-
 struct softib_mcg {
 	struct list_head list;
 	union ib_gid mgid;
@@ -802,6 +794,8 @@ u16 softib_sa_process(struct softib_dev *sdev, struct softib_port *sport,
 		      u16 rlid, const struct ib_sa_mad *req,
 		      struct ib_sa_mad *resp);
 void softib_sa_forget_members(struct softib_dev *sdev, u32 node);
+u32 softib_mcg_ports(struct softib_dev *sdev, const struct softib_mcg *g,
+		     u32 node);
 u16 softib_sa_mcmember_req(struct softib_dev *sdev, struct softib_port *port,
 			   struct softib_port *member, u8 method,
 			   const union ib_gid *mgid, u8 join, u16 *status);

@@ -58,7 +58,6 @@
 
 #define SW_PSC		0x04	/* PortStateChange, in SI_LIFE_PSC */
 #define SW_LFT_BLOCK	64	/* LIDs per LinearForwardingTable block */
-#define SW_MFT_BLOCK	32	/* MLIDs per MulticastForwardingTable block */
 #define SW_PORT_NONE	0xff	/* an LFT entry that forwards nowhere */
 
 static u32 sw_nports(const struct softib_switch *sw)
@@ -343,10 +342,10 @@ static u16 sw_mft(struct softib_switch *sw, const struct ib_smp *in,
 
 	lockdep_assert_held(&sw->lock);
 	if ((mod & 0x0ffffe00) || pos > sw_nports(sw) / 16 ||
-	    block >= SOFTIB_SW_MFT_CAP / SW_MFT_BLOCK)
+	    block >= SOFTIB_SW_MFT_CAP / SOFTIB_SW_MFT_BLOCK)
 		return SOFTIB_SMA_INVALID_FIELD;
-	for (i = 0; i < SW_MFT_BLOCK; i++) {
-		idx = block * SW_MFT_BLOCK + i;
+	for (i = 0; i < SOFTIB_SW_MFT_BLOCK; i++) {
+		idx = block * SOFTIB_SW_MFT_BLOCK + i;
 		if (in->method == IB_MGMT_METHOD_SET) {
 			sw->mft[idx] &= ~(0xffffU << (pos * 16));
 			sw->mft[idx] |= (u32)be16_to_cpu(src[i]) << (pos * 16);
