@@ -450,6 +450,12 @@ ipoib_module_path() {
 SOFTIB_SYS=/sys/class/infiniband/softib0
 SOFTIB_DBG=/sys/kernel/debug/softib/softib0
 
+# rc_qpns PORT: the RC QPNs on softib0 port PORT (rdma res)
+rc_qpns() {
+	rdma res show qp link "softib0/$1" 2>/dev/null |
+		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
+}
+
 # softib_objs: softib's live verbs objects, "pd N ah N ..." on one line
 softib_objs() {
 	local -a w
@@ -532,9 +538,28 @@ smp_field() {
 	return 0
 }
 
+# smp_expect OUTPUT NAME VALUE: one field of a smpquery/perfquery
+# answer is VALUE, or an error naming it
+smp_expect() {
+	local v
+
+	v=$(smp_field "$1" "$2")
+	[[ $v == "$3" ]]
+	check_err $? "$2 is '$v', not '$3'"
+}
+
 # softib_stat NAME: one value of softib's device stats
 softib_stat() {
 	stat_of "$SOFTIB_DBG/stats" "$1"
+}
+
+# softib_sm_lid_is LID: every port of softib0 has SM LID LID
+softib_sm_lid_is() {
+	local f
+
+	for f in "$SOFTIB_SYS"/ports/*/sm_lid; do
+		(($(<"$f") == $1)) || return 1
+	done
 }
 
 # nic_stat NS DEV NAME: one of DEV's ethtool -S counters, in netns NS

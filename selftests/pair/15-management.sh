@@ -33,21 +33,12 @@ cleanup() {
 }
 defer cleanup
 
-# expect OUT FIELD VALUE: FIELD of a smpquery/perfquery answer is VALUE
-expect() {
-	local v
-
-	v=$(smp_field "$1" "$2")
-	[[ $v == "$3" ]]
-	check_err $? "$2 is '$v', not '$3'"
-}
-
 ktap_header 7
 
 modprobe ib_umad && pair_link_load && slowwait 15 pair_link_up
 ktap_result $? "softib on both nodes, linked" || ktap_finish
 # the election has run here: the ports have the master's SM LID
-slowwait 10 sh -c "grep -qx 0x20 /sys/class/infiniband/softib0/ports/2/sm_lid"
+slowwait 10 softib_sm_lid_is "$MASTER_LID"
 # what this node's switch answered before the other node asks it
 answered=$(stat_of "$SOFTIB_DBG/switch" sma_answered)
 pair_barrier start 60
@@ -55,16 +46,16 @@ pair_barrier start 60
 RET=0
 out=$(smpquery -L nodeinfo "$SW_LID" 2>&1)
 check_err $? "smpquery -L nodeinfo $SW_LID: $out"
-expect "$out" NodeType Switch
-expect "$out" Guid "$SW_GUID"
-expect "$out" PortGuid "$SW_GUID"
-expect "$out" LocalPort 0
+smp_expect "$out" NodeType Switch
+smp_expect "$out" Guid "$SW_GUID"
+smp_expect "$out" PortGuid "$SW_GUID"
+smp_expect "$out" LocalPort 0
 out=$(smpquery -L nodedesc "$SW_LID" 2>&1)
 [[ $out == *"Node Description:"*"softib switch"* ]]
 check_err $? "smpquery -L nodedesc $SW_LID: $out"
 out=$(smpquery -L switchinfo "$SW_LID" 2>&1)
 check_err $? "smpquery -L switchinfo $SW_LID: $out"
-expect "$out" LinearFdbTop $((CA_LID + 1))	# ports 1 and 2
+smp_expect "$out" LinearFdbTop $((CA_LID + 1))	# ports 1 and 2
 log_test "node $PEER's switch by LID $SW_LID: NodeInfo, NodeDescription, SwitchInfo"
 
 RET=0
@@ -76,13 +67,10 @@ log_test "node $PEER's built-in SM by sminfo $SW_LID: ${STATE[PEER]#* }"
 
 # sminfo without a LID asks the port's SM LID: the master's
 RET=0
-for p in 1 2; do
-	lid=$(cat "/sys/class/infiniband/softib0/ports/$p/sm_lid")
-	((lid == MASTER_LID))
-	(($? == 0)) || check_err 1 "port $p's SM LID is $lid, not $MASTER_LID"
-done
-[[ $(stat_of "$SOFTIB_DBG/stats" sm_master) == 1 ]]
-(($? == 0)) || check_err 1 "stats: sm_master $(stat_of "$SOFTIB_DBG/stats" sm_master)"
+softib_sm_lid_is "$MASTER_LID"
+(($? == 0)) || check_err 1 "SM LIDs $(cat "$SOFTIB_SYS"/ports/*/sm_lid | xargs), not all $MASTER_LID"
+[[ $(softib_stat sm_master) == 1 ]]
+(($? == 0)) || check_err 1 "stats: sm_master $(softib_stat sm_master)"
 out=$(sminfo 2>&1)
 re="^sminfo: sm lid $MASTER_LID sm guid 0x2110bff01010000, activity count [0-9]+ priority 15 state 3 SMINFO_MASTER$"
 [[ $out =~ $re ]]
@@ -92,21 +80,21 @@ log_test "one master for the fabric: node 1's SM, at every port's SM LID $MASTER
 RET=0
 out=$(smpquery -L nodeinfo "$CA_LID" 2>&1)
 check_err $? "smpquery -L nodeinfo $CA_LID: $out"
-expect "$out" NodeType "Channel Adapter"
-expect "$out" Guid "$NODE_GUID"
-expect "$out" PortGuid "$(printf 0x%016x $((NODE_GUID | 1)))"
-expect "$out" LocalPort 1
+smp_expect "$out" NodeType "Channel Adapter"
+smp_expect "$out" Guid "$NODE_GUID"
+smp_expect "$out" PortGuid "$(printf 0x%016x $((NODE_GUID | 1)))"
+smp_expect "$out" LocalPort 1
 out=$(smpquery -L portinfo "$CA_LID" 2>&1)
 check_err $? "smpquery -L portinfo $CA_LID: $out"
-expect "$out" Lid "$CA_LID"
-expect "$out" SMLid "$MASTER_LID"
-expect "$out" LinkState Active
+smp_expect "$out" Lid "$CA_LID"
+smp_expect "$out" SMLid "$MASTER_LID"
+smp_expect "$out" LinkState Active
 log_test "node $PEER's port 1 by LID $CA_LID: NodeInfo, PortInfo"
 
 RET=0
 out=$(perfquery "$CA_LID" 1 2>&1)
 check_err $? "perfquery $CA_LID 1: $out"
-expect "$out" PortSelect 1
+smp_expect "$out" PortSelect 1
 (($(smp_field "$out" PortRcvPkts) > 0))
 (($? == 0)) || check_err 1 "PortRcvPkts of a port that answered SMPs: $out"
 log_test "node $PEER's port 1 counters by perfquery $CA_LID 1"

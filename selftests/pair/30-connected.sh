@@ -28,12 +28,6 @@ DEV=$(pair_dev)
 FAB=$SOFTIB_DBG/fabric
 NS=pair-cni
 
-# rc_qpns: the RC QPNs on softib0 port 1
-rc_qpns() {
-	rdma res show qp link softib0/1 2>/dev/null |
-		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
-}
-
 rc_diag() {
 	ktap_diag "$(grep -E '^(rc_|tx_ib|rx_ib)' "$FAB/stats" | grep -v ' 0$' | tr '\n' ' ')"
 }
@@ -123,7 +117,7 @@ arrangement() {
 	naks0=$(pair_fab rc_tx_naks)
 	((ME == 1)) && naks0=$(pair_fab rc_rx_naks)
 	if ((ME == 2)); then
-		qpns=$(rc_qpns)
+		qpns=$(rc_qpns 1)
 		[[ -n $qpns ]]
 		check_err $? "no RC QP on node 2"
 		for q in $qpns; do

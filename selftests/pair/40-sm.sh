@@ -23,7 +23,6 @@ modprobe ib_umad || { echo "# SKIP: no ib_umad"; exit $ksft_skip; }
 
 ME=$(pair_node)
 PEER=$(pair_peer)
-SYS=/sys/class/infiniband/softib0
 # the IPv4 broadcast group of P_Key 0xffff, and port 1's GID on node K
 BCAST=ff12:401b:ffff:0000:0000:0000:ffff:ffff
 port_gid() { echo "fe80:0000:0000:0000:0211:0bff:0$1""00:0001"; }
@@ -33,15 +32,6 @@ cleanup() {
 	unload_softib
 }
 defer cleanup
-
-# sm_lid_is LID: every port of this node has SM LID LID
-sm_lid_is() {
-	local p
-
-	for p in 1 2; do
-		(($(<"$SYS/ports/$p/sm_lid") == $1)) || return 1
-	done
-}
 
 # joined K: this node's SA has node K's port 1 in the broadcast group
 joined() { grep -q "^0x[0-9a-f]* $BCAST $(port_gid "$1") " "$SOFTIB_DBG/sa_members"; }
@@ -63,7 +53,7 @@ up() {
 
 	shift 2
 	pair_link_load "$PAIR_KEY" "$@" && slowwait 15 pair_link_up &&
-		slowwait 10 sm_lid_is "$MASTER" &&
+		slowwait 10 softib_sm_lid_is "$MASTER" &&
 		IPOIB=$drv load_ipoib && slowwait 10 test -d /sys/class/net/ib0 &&
 		ip addr add "$net.$ME/24" dev ib0 && ip link set ib0 up &&
 		slowwait 30 ipoib_lower_up "" ib0
@@ -95,7 +85,7 @@ arrangement() {
 	pair_barrier "up-$tag"
 	ping -c 2 -i 0.2 -w 15 -W 3 "$3.$PEER" >/dev/null
 	check_err $? "no ping to node $PEER"
-	changes=$(stat_of "$SOFTIB_DBG/stats" sm_master_changes)
+	changes=$(softib_stat sm_master_changes)
 	pair_barrier "pinged-$tag"
 	log_test "$1/$2: node 1's SM is master, node 2's ports at SM LID 32 join its SA"
 
@@ -107,16 +97,16 @@ arrangement() {
 		pair_barrier "gone-$tag"
 	else
 		pair_barrier "gone-$tag"
-		slowwait 10 sm_lid_is 64
-		check_err $? "SM LID $(<"$SYS/ports/1/sm_lid") after node 1 left, not 64"
+		slowwait 10 softib_sm_lid_is 64
+		check_err $? "SM LID $(<"$SOFTIB_SYS/ports/1/sm_lid") after node 1 left, not 64"
 		out=$(sminfo 2>&1)
 		[[ $out == "sminfo: sm lid 64 sm guid 0x2110bff02010000,"*"priority 15 state 3 SMINFO_MASTER" ]]
 		check_err $? "sminfo: $out"
 		slowwait 20 joined 2
 		check_err $? "ib0 did not join again at node 2's SA"
-		(($(stat_of "$SOFTIB_DBG/stats" sm_master_changes) == changes + 1))
-		(($? == 0)) || check_err 1 "sm_master_changes $changes -> $(stat_of "$SOFTIB_DBG/stats" sm_master_changes)"
-		changes=$(stat_of "$SOFTIB_DBG/stats" sm_master_changes)
+		(($(softib_stat sm_master_changes) == changes + 1))
+		(($? == 0)) || check_err 1 "sm_master_changes $changes -> $(softib_stat sm_master_changes)"
+		changes=$(softib_stat sm_master_changes)
 	fi
 	pair_barrier "taken-$tag"
 	log_test "$1/$2: node 1 gone, node 2's SM takes over and its IPoIB joins again"
@@ -139,8 +129,8 @@ arrangement() {
 	check_err $? "no ping to node $PEER"
 	pair_barrier "back-pinged-$tag"
 	if ((ME == 2)); then
-		(($(stat_of "$SOFTIB_DBG/stats" sm_master_changes) == changes))
-		(($? == 0)) || check_err 1 "master changed: sm_master_changes $changes -> $(stat_of "$SOFTIB_DBG/stats" sm_master_changes)"
+		(($(softib_stat sm_master_changes) == changes))
+		(($? == 0)) || check_err 1 "master changed: sm_master_changes $changes -> $(softib_stat sm_master_changes)"
 	fi
 	log_test "$1/$2: node 1 back with sm_priority=7: node 2 stays master, the nodes ping"
 

@@ -29,15 +29,6 @@ modprobe ib_umad
 ipoib_fabric_up && ip netns exec "$A" ping -c 2 -i 0.2 -w 4 -W 2 192.0.2.2 >/dev/null
 ktap_result $? "ib0/ib1 up and pinging" || ktap_finish
 
-# expect OUTPUT NAME VALUE: one field, or an error naming it
-expect() {
-	local v
-
-	v=$(smp_field "$1" "$2")
-	[[ $v == "$3" ]]
-	check_err $? "$2 is '$v', not '$3'"
-}
-
 if softib_case "ibaddr: directed route to each local port"; then
 	RET=0
 	out=$(ibaddr 2>&1)
@@ -53,18 +44,18 @@ if softib_case "NodeInfo by directed route and by LID: the receiving port's GUID
 	RET=0
 	out=$(smpquery -D nodeinfo 0 2>&1)
 	check_err $? "smpquery -D nodeinfo 0: $out"
-	expect "$out" NodeType "Channel Adapter"
-	expect "$out" NumPorts 2
-	expect "$out" Guid 0x02110bff00000000
-	expect "$out" SystemGuid 0x02110bff00000000
-	expect "$out" PortGuid 0x02110bff00000001
-	expect "$out" LocalPort 1
-	expect "$out" PartCap 32
-	expect "$out" VendorId 0xffffff
+	smp_expect "$out" NodeType "Channel Adapter"
+	smp_expect "$out" NumPorts 2
+	smp_expect "$out" Guid 0x02110bff00000000
+	smp_expect "$out" SystemGuid 0x02110bff00000000
+	smp_expect "$out" PortGuid 0x02110bff00000001
+	smp_expect "$out" LocalPort 1
+	smp_expect "$out" PartCap 32
+	smp_expect "$out" VendorId 0xffffff
 	out=$(smpquery nodeinfo 2 2>&1)
 	check_err $? "smpquery nodeinfo 2: $out"
-	expect "$out" PortGuid 0x02110bff00000002
-	expect "$out" LocalPort 2
+	smp_expect "$out" PortGuid 0x02110bff00000002
+	smp_expect "$out" LocalPort 2
 	log_test "NodeInfo by directed route and by LID: the receiving port's GUID"
 fi
 
@@ -73,16 +64,16 @@ if softib_case "PortInfo agrees with sysfs (LID, SM LID, state, 4X EDR, MTU)"; t
 	for p in 1 2; do
 		out=$(smpquery portinfo "$p" 2>&1)
 		check_err $? "smpquery portinfo $p: $out"
-		expect "$out" Lid "$(printf %d "$(<"$SYS/ports/$p/lid")")"
-		expect "$out" SMLid "$(printf %d "$(<"$SYS/ports/$p/sm_lid")")"
-		expect "$out" LocalPort "$p"
-		expect "$out" LinkState Active
-		expect "$out" PhysLinkState LinkUp
-		expect "$out" LinkWidthActive 4X
-		expect "$out" LinkSpeedExtActive "25.78125 Gbps"
-		expect "$out" MtuCap 4096
-		expect "$out" NeighborMTU 4096
-		expect "$out" GidPrefix 0xfe80000000000000
+		smp_expect "$out" Lid "$(printf %d "$(<"$SYS/ports/$p/lid")")"
+		smp_expect "$out" SMLid "$(printf %d "$(<"$SYS/ports/$p/sm_lid")")"
+		smp_expect "$out" LocalPort "$p"
+		smp_expect "$out" LinkState Active
+		smp_expect "$out" PhysLinkState LinkUp
+		smp_expect "$out" LinkWidthActive 4X
+		smp_expect "$out" LinkSpeedExtActive "25.78125 Gbps"
+		smp_expect "$out" MtuCap 4096
+		smp_expect "$out" NeighborMTU 4096
+		smp_expect "$out" GidPrefix 0xfe80000000000000
 		cap=$(smp_field "$out" CapMask)
 		(( cap == $(cat "$SYS/ports/$p/cap_mask") ))
 		(($? == 0)) || check_err 1 "port $p CapMask $cap, sysfs $(cat "$SYS/ports/$p/cap_mask")"
@@ -259,7 +250,7 @@ check_err $? "ibportstate lid"
 [[ $(cat "$SYS/ports/2/lid") == 0x21 ]]
 (($? == 0)) || check_err 1 "sysfs lid $(cat "$SYS/ports/2/lid")"
 out=$(smpquery nodeinfo 0x21 2>&1)
-expect "$out" LocalPort 2
+smp_expect "$out" LocalPort 2
 reregister
 slowwait 20 ip netns exec "$A" ping -c 1 -W 1 192.0.2.2 >/dev/null
 check_err $? "no traffic to LID 0x21"
@@ -284,13 +275,13 @@ if softib_case "M_Key protect level 2: keyless SMPs dropped, keyed ones work"; t
 	check_err $? "sma_dropped did not move"
 	out=$(smpquery -y 0x1234 portinfo 2 2>&1)
 	check_err $? "a Get with the M_Key failed: $out"
-	expect "$out" ProtectBits 2
+	smp_expect "$out" ProtectBits 2
 	(( $(smp_field "$out" MkeyViolations) >= 1 ))
 	check_err $? "MkeyViolations: $out"
 	ibportstate -y 0x1234 -C softib0 -P 2 -D 0 2 mkey 0 mkeyprot 0 >/dev/null 2>&1
 	check_err $? "clearing the M_Key"
 	out=$(smpquery portinfo 2 2>&1)
-	expect "$out" ProtectBits 0
+	smp_expect "$out" ProtectBits 0
 	log_test "M_Key protect level 2: keyless SMPs dropped, keyed ones work"
 fi
 

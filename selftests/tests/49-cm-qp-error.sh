@@ -27,11 +27,6 @@ require_cmd ping rdma ethtool
 ktap_header 6
 ktap_diag "IPOIB=$IPOIB"
 
-# rc_qpns PORT: the RC QPNs on softib0 port PORT
-rc_qpns() {
-	rdma res show qp link "softib0/$1" 2>/dev/null |
-		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
-}
 # rc_rts PORT: an RC QP on the port is in RTS
 rc_rts() {
 	rdma res show qp link "softib0/$1" 2>/dev/null | grep -q 'type RC state RTS'

@@ -25,12 +25,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping rdma
 
-# rc_qpns PORT: the RC QPNs on softib0 port PORT
-rc_qpns() {
-	rdma res show qp link "softib0/$1" 2>/dev/null |
-		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
-}
-
 # passive_qpn: ib1's passive QP, once ib0 connected to it
 passive_qpn() {
 	local q

@@ -32,12 +32,6 @@ source "$(dirname "$0")/../lib.sh"
 
 require_cmd ping rdma iperf3 ethtool
 
-# rc_qpns PORT: the RC QPNs on softib0 port PORT
-rc_qpns() {
-	rdma res show qp link "softib0/$1" 2>/dev/null |
-		awk '/type RC/ { for (i = 1; i < NF; i++) if ($i == "lqpn") print $(i + 1) }'
-}
-
 # received OUTPUT: the "N received" of ping's summary
 received() {
 	sed -n 's/.* \([0-9]*\) received.*/\1/p' <<<"$1"
