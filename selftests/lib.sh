@@ -594,9 +594,10 @@ softib_policy() {
 OSM_DIR=/tmp/opensm
 OSM_PID=
 
-# osm_port_guid N: softib0 port N's GUID, as OpenSM's -g wants it
+# osm_port_guid N [NODE]: softib0 port N's GUID, as OpenSM's -g wants
+# it; on node NODE of a fabric across kernels (softib's node=), default 0
 osm_port_guid() {
-	printf '0x02110bff%08x\n' "$1"
+	printf '0x%016x\n' $((0x02110bff00000000 | ${2:-0} << 24 | $1))
 }
 
 # osm_write_partitions LINE...: OpenSM's partitions.conf
@@ -604,12 +605,13 @@ osm_write_partitions() {
 	mkdir -p "$OSM_DIR" && printf '%s\n' "$@" >"$OSM_DIR/partitions.conf"
 }
 
-# osm_start [PORT]: Debian's OpenSM (unpacked by selftests/vm/opensm.sh,
-# never installed) on softib0 port PORT (default 1) with
+# osm_start [PORT [NODE]]: Debian's OpenSM (unpacked by
+# selftests/vm/opensm.sh, never installed) on softib0 port PORT (default
+# 1; of node NODE of a fabric across kernels, default 0) with
 # $OSM_DIR/partitions.conf, in the background. Returns once every port
 # is Active and OpenSM's SA answers. Stop it with osm_stop.
 osm_start() {
-	local root port=${1:-1}
+	local root port=${1:-1} node=${2:-0}
 
 	root=$("$(dirname "${BASH_SOURCE[0]}")/vm/opensm.sh" root) || return 1
 	mkdir -p "$OSM_DIR"
@@ -618,7 +620,7 @@ osm_start() {
 	[[ -d /sys/module/ib_umad ]] || modprobe ib_umad || return 1
 	OSM_CACHE_DIR=$OSM_DIR OSM_TMP_DIR=$OSM_DIR \
 	LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu \
-		"$root/usr/sbin/opensm" -g "$(osm_port_guid "$port")" \
+		"$root/usr/sbin/opensm" -g "$(osm_port_guid "$port" "$node")" \
 		-P "$OSM_DIR/partitions.conf" -f "$OSM_DIR/opensm.log" \
 		>>"$OSM_DIR/opensm.out" 2>&1 </dev/null &
 	OSM_PID=$!

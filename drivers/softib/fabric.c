@@ -482,6 +482,9 @@ static struct softib_port *softib_unicast_dest(const struct softib_pkt *pkt,
 	dport = softib_lid_to_port(pkt->sdev, dlid);
 	if (!dport && pkt->sport)
 		softib_drop(pkt->sport, SOFTIB_DROP_NO_DEST);
+	else if (!dport && pkt->from_link)
+		/* no port here owns it: packets do not pass through a node */
+		softib_switch_unrouted(pkt->sdev, pkt->in_port);
 	return dport;
 }
 
@@ -564,13 +567,14 @@ void softib_route_pkt(struct softib_pkt *pkt)
 		return;
 	}
 	/*
-	 * A LID-routed SMP from another node to this switch's LID (an SM
-	 * there polling this one's SMInfo, smpquery -L): the switch's SMA
-	 * and the built-in SM answer it at the management port, port 0.
+	 * The same from another node: a directed route that its switch put
+	 * out of its port to this node, or a LID-routed SMP to this
+	 * switch's LID (an SM there polling this one's SMInfo, smpquery
+	 * -L). It enters the switch at the link's port to that node.
 	 */
-	if (pkt->from_link && wqe->remote_qpn == 0 && sw_lid &&
-	    dlid == sw_lid) {
-		softib_switch_recv(pkt, 0);
+	if (pkt->from_link && wqe->remote_qpn == 0 &&
+	    (dlid == SOFTIB_LID_PERMISSIVE || (sw_lid && dlid == sw_lid))) {
+		softib_switch_recv(pkt, pkt->in_port);
 		return;
 	}
 

@@ -511,6 +511,8 @@ static void softib_link_down(struct softib_link_peer *peer, const char *why)
 	peer->hs_retry = SOFTIB_LINK_HS_RETRY;
 	softib_link_count(peer->link, SOFTIB_LC_PEER_DOWN, 1);
 	wake_up_all(&peer->wait);
+	softib_switch_link_port(peer->link->sdev, peer - peer->link->peers,
+				false, 0, 0, 0);
 	softib_sm_peers_changed(peer->link->sdev);
 }
 
@@ -537,6 +539,7 @@ static struct sk_buff *softib_link_hs_frame(struct softib_link_peer *peer,
 	hs->ib_mtu = cpu_to_be16(link->ib_mtu);
 	hs->nports = sdev->nports;
 	hs->sm_priority = softib_sm_hs_priority();
+	hs->features = SOFTIB_HS_F_SWITCH_PORT;
 	softib_link_push(skb, type, 0);
 	softib_link_seal(link->key, skb);
 	softib_link_count(link, SOFTIB_LC_HS_SENT, 1);
@@ -675,6 +678,19 @@ static void softib_link_session_up(struct softib_link_peer *peer,
 	pr_info("link to %pI4 up: node %u, GUID %016llx%s\n", &peer->addr,
 		peer->node, guid, was_up ? " (new session)" : "");
 	wake_up_all(&peer->wait);
+	/*
+	 * The switch's port to the peer trains (its cable is the session;
+	 * a new session is a new cable: the port goes down first, so that
+	 * an SM sees the change). A peer whose switch has no port to this
+	 * one (an older softib) leaves it down: a directed route through
+	 * it would lead nowhere.
+	 */
+	if (was_up)
+		softib_switch_link_port(link->sdev, peer - link->peers, false,
+					0, 0, 0);
+	if (hs->features & SOFTIB_HS_F_SWITCH_PORT)
+		softib_switch_link_port(link->sdev, peer - link->peers, true,
+					link->ib_mtu, peer->node, hs->nports);
 	/* a new SM on the fabric, or the same one reloaded: elect */
 	softib_sm_peers_changed(link->sdev);
 }
@@ -1139,7 +1155,8 @@ static void softib_link_rx_work(struct work_struct *work)
 		} else if (softib_link_cb(skb)->proto == SOFTIB_LP_IB) {
 			softib_link_count(link, SOFTIB_LC_RX_IB, 1);
 			if (!softib_wire_recv(link->sdev, skb,
-					      softib_link_cb(skb)->flags))
+					      softib_link_cb(skb)->flags,
+					      peer - link->peers))
 				softib_link_count(link, SOFTIB_LC_RX_IB_BAD, 1);
 		} else {
 			softib_link_count(link, SOFTIB_LC_RX_MALFORMED, 1);
@@ -1348,6 +1365,26 @@ u64 softib_link_sm_nodes(struct softib_dev *sdev)
 bool softib_link_closing(struct softib_dev *sdev)
 {
 	return sdev->link && READ_ONCE(sdev->link->closing);
+}
+
+/*
+ * The node at the other end of the switch's link port "idx" (the
+ * link_peers entry idx), while its link is up; else 0.
+ */
+u32 softib_link_port_node(struct softib_dev *sdev, u32 idx)
+{
+	struct softib_link *link = sdev->link;
+
+	if (!link || idx >= link->npeers ||
+	    READ_ONCE(link->peers[idx].state) != SOFTIB_PEER_UP)
+		return 0;
+	return READ_ONCE(link->peers[idx].node);
+}
+
+/* The nodes link_peers names: the switch has a port for each. */
+u32 softib_link_npeers(const struct softib_link *link)
+{
+	return link->npeers;
 }
 
 /* Is node "node" on the link now? */

@@ -72,8 +72,16 @@ struct softib_link_hs {
 	__be16 ib_mtu;		/* bytes */
 	u8 nports;
 	u8 sm_priority;		/* its built-in SM's, or SOFTIB_SM_NONE */
-	u8 rsvd[6];
+	u8 features;		/* SOFTIB_HS_F_*; 0 from an older softib */
+	u8 rsvd[5];
 } __packed;
+
+/*
+ * The sender's switch has a port to each node of the link, and takes
+ * directed routes and, under an external SM, routes by its LFT through
+ * it: the switches' ports to each other train only if both ends say so.
+ */
+#define SOFTIB_HS_F_SWITCH_PORT	0x01
 
 enum softib_link_state {
 	SOFTIB_PEER_DOWN,
@@ -208,8 +216,6 @@ struct softib_link_peer {
 	wait_queue_head_t wait;		/* space in txq, everything acked */
 	struct dst_cache dst_cache;
 };
-
-#define SOFTIB_LINK_PEERS_MAX	8
 
 struct softib_link {
 	struct softib_dev *sdev;

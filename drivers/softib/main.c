@@ -380,7 +380,7 @@ static void softib_init_port(struct softib_dev *sdev, u32 num)
 	}
 }
 
-static struct softib_dev *softib_create(u32 nports)
+static struct softib_dev *softib_create(u32 nports, u32 link_ports)
 {
 	struct softib_dev *sdev;
 	u32 i;
@@ -395,6 +395,7 @@ static struct softib_dev *softib_create(u32 nports)
 	if (!sdev->ports)
 		goto err_dealloc;
 	sdev->nports = nports;
+	sdev->link_ports = link_ports;
 	for (i = 1; i <= nports; i++)
 		softib_init_port(sdev, i);
 
@@ -560,7 +561,7 @@ static int __init softib_init(void)
 	if (ret)
 		goto out_link;
 
-	sdev = softib_create(ports);
+	sdev = softib_create(ports, link ? softib_link_npeers(link) : 0);
 	if (IS_ERR(sdev)) {
 		ret = PTR_ERR(sdev);
 		goto out_vnodes;

@@ -203,7 +203,8 @@ static int sa_node_table(struct softib_dev *sdev, const struct sa_end *e,
 		put_unaligned_be16(e[i].lid, r + NR_LID);
 		if (e[i].is_switch) {
 			softib_sma_node_info(smp, RDMA_NODE_IB_SWITCH,
-					     sdev->nports, softib_switch_guid,
+					     sdev->nports + sdev->link_ports,
+					     softib_switch_guid,
 					     softib_switch_guid,
 					     SOFTIB_SW_DEVICE_ID, 0);
 			memcpy(r + NR_DESC, sdev->sw.node_desc, 64);

@@ -60,6 +60,7 @@ void softib_sma_init_port(struct softib_port *port)
 	port->speed_enabled = SMA_SPEED_SDR | SMA_SPEED_DDR | SMA_SPEED_QDR;
 	port->speed_ext_enabled = SMA_SPEED_EXT_FDR | SMA_SPEED_EXT_EDR;
 	port->neighbor_mtu = SOFTIB_MTU;
+	port->mtu_cap = SOFTIB_MTU;
 	port->op_vls = 1;
 	port->subnet_timeout = 18;
 	port->vlstall_hoqlife = (7 << 5) | 19;	/* IBA defaults */
@@ -166,7 +167,7 @@ void softib_sma_port_info(struct softib_port *port, u32 in_port, bool key_ok,
 	pi->vl_high_limit = port->vl_high_limit;
 	pi->vl_arb_high_cap = SOFTIB_VLARB_CAP;
 	pi->vl_arb_low_cap = SOFTIB_VLARB_CAP;
-	pi->inittypereply_mtucap = SOFTIB_MTU;
+	pi->inittypereply_mtucap = port->mtu_cap;
 	pi->vlstallcnt_hoqlife = port->vlstall_hoqlife;
 	pi->operationalvl_pei_peo_fpi_fpo = port->op_vls << 4 | port->pe_flags;
 	pi->mkey_violations = cpu_to_be16(port->mkey_violations);
@@ -263,7 +264,7 @@ u16 softib_sma_set_port_info(struct softib_port *port, const struct ib_smp *in,
 	/* LinkDownDefaultState: 0 keeps it, 1 Sleep, 2 Polling */
 	if (ldd > IB_PORT_PHYS_STATE_POLLING)
 		return SOFTIB_SMA_INVALID_FIELD;
-	if (nmtu && (nmtu < IB_MTU_256 || nmtu > SOFTIB_MTU))
+	if (nmtu && (nmtu < IB_MTU_256 || nmtu > port->mtu_cap))
 		return SOFTIB_SMA_INVALID_FIELD;
 	/* OperationalVLs: 0 keeps them; at most VLCap (VL0 only) */
 	if (op_vls > 1)

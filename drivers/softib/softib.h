@@ -19,6 +19,8 @@
 #include <rdma/ib_verbs.h>
 
 #define SOFTIB_MAX_PORTS	16
+/* nodes in other kernels one node links to (link.c), a switch port each */
+#define SOFTIB_LINK_PEERS_MAX	8
 #define SOFTIB_PKEY_TBL_LEN	32
 #define SOFTIB_GID_TBL_LEN	1
 #define SOFTIB_MAX_QP		16384
@@ -164,6 +166,7 @@ struct softib_port {
 	u8 link_down_default;
 	u8 width_enabled, speed_enabled, speed_ext_enabled;
 	u8 neighbor_mtu;
+	u8 mtu_cap;			/* enum ib_mtu: what the port can carry */
 	u8 op_vls;
 	/*
 	 * PortInfo PartitionEnforcementInbound/Outbound, FilterRawInbound/
@@ -214,8 +217,10 @@ enum softib_sw_drop {
 
 /*
  * The fabric's switch (switch.c): ports 0..nports, port N cabled to
- * softib0's port N. Its ports are softib_ports for their PortInfo and
- * P_Key state (no QPs, no counters of their own: discards[] instead).
+ * softib0's port N, then one port for each node of the link (link_ports,
+ * the link's peers in the order link_peers names them). Its ports are
+ * softib_ports for their PortInfo and P_Key state (no QPs, no counters
+ * of their own: discards[] instead).
  * lock protects the rest; the data path reads lft, mft, lft_top and
  * the ports' P_Key tables and pe_flags with READ_ONCE, without it.
  */
@@ -230,8 +235,9 @@ struct softib_switch {
 	u8 sl2vl[8];
 	char node_desc[IB_DEVICE_NODE_DESC_MAX];
 	atomic64_t sma_answered, sma_dropped, dr_forwarded, dr_discards;
-	struct softib_port ports[SOFTIB_MAX_PORTS + 1];
-	atomic64_t discards[SOFTIB_MAX_PORTS + 1][SOFTIB_SW_DROP_MAX];
+	struct softib_port ports[SOFTIB_MAX_PORTS + SOFTIB_LINK_PEERS_MAX + 1];
+	atomic64_t discards[SOFTIB_MAX_PORTS + SOFTIB_LINK_PEERS_MAX + 1]
+			   [SOFTIB_SW_DROP_MAX];
 };
 
 struct softib_dev {
@@ -240,6 +246,7 @@ struct softib_dev {
 	struct workqueue_struct *wq;
 	u32 nports;
 	struct softib_port *ports;
+	u32 link_ports;		/* the switch's ports to other nodes */
 	/* QPN >= 2 -> struct softib_qp, looked up under RCU */
 	struct xarray qps;
 	u32 next_qpn;
@@ -531,6 +538,7 @@ struct softib_pkt {
 	bool mcast;
 	const union ib_gid *sgid;	/* GRH SGID; NULL: the GID of SLID */
 	bool from_link;			/* from another node (wire.c) */
+	u32 in_port;			/* from_link: the switch port it entered */
 };
 
 static inline struct softib_dev *to_sdev(struct ib_device *ibdev)
@@ -678,6 +686,10 @@ struct softib_port *softib_switch_unicast(const struct softib_pkt *pkt,
 					  u16 dlid, bool smp);
 u32 softib_switch_mcast(const struct softib_pkt *pkt, u16 mlid);
 void softib_switch_link(struct softib_dev *sdev, u32 num, bool up);
+void softib_switch_link_port(struct softib_dev *sdev, u32 idx, bool up,
+			     u32 ib_mtu, u32 node, u32 nports);
+bool softib_switch_lid_node(struct softib_dev *sdev, u16 lid, u32 *node);
+void softib_switch_unrouted(struct softib_dev *sdev, u32 in);
 bool softib_switch_port_enabled(struct softib_dev *sdev, u32 num);
 void softib_switch_recv(const struct softib_pkt *pkt, u32 in);
 int softib_switch_show(struct seq_file *m, struct softib_dev *sdev);
@@ -963,12 +975,14 @@ void softib_sm_stop(struct softib_dev *sdev);
 
 /* link.c */
 struct softib_link *softib_link_prepare(void);
+u32 softib_link_npeers(const struct softib_link *link);
 u32 softib_link_sm_master(struct softib_dev *sdev, u8 prio, u64 guid,
 			  u32 *gen);
 u64 softib_link_sm_nodes(struct softib_dev *sdev);
 bool softib_link_closing(struct softib_dev *sdev);
 struct sk_buff *softib_link_alloc(unsigned int payload, gfp_t gfp);
 bool softib_link_node_up(struct softib_dev *sdev, u32 node);
+u32 softib_link_port_node(struct softib_dev *sdev, u32 idx);
 void softib_link_send_ib(struct softib_dev *sdev, u32 node,
 			 struct sk_buff *skb, u8 flags);
 int softib_link_send_ib_list(struct softib_dev *sdev, u32 node,
@@ -993,7 +1007,8 @@ bool softib_wire_gid_lid(struct softib_dev *sdev, const union ib_gid *gid,
 bool softib_wire_gid_port(const union ib_gid *gid, u32 *node, u32 *num);
 void softib_wire_lid_gid(u16 lid, union ib_gid *gid);
 void softib_wire_send(const struct softib_pkt *pkt, u32 node);
-bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags);
+bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb,
+		      u8 flags, u32 link_idx);
 int softib_link_start(struct softib_dev *sdev, struct softib_link *link);
 void softib_link_stop(struct softib_dev *sdev);
 void softib_link_discard(struct softib_link *link);

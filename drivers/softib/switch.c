@@ -6,6 +6,13 @@
  * switch node (NodeType 2, its own GUID). Port 0 is the switch's
  * management port: it has the switch's LID, and the built-in SM runs
  * there (a managed switch's SM), so the SM LID is the switch's LID.
+ * With a link to nodes in other kernels (link.c), the switch has one
+ * more port for each of them, after the CA ports, in link_peers' order:
+ * the link is the cable between this switch and that node's, which
+ * trains when the link's session comes up. An SM on any node discovers
+ * the whole fabric through these ports (directed routes cross them),
+ * and under an external SM the data path to another node goes out of
+ * the one its LFT names.
  *
  * The switch is not an ib_device: its subnet management agent lives
  * here, and so does the directed-route forwarding that a switch does in
@@ -62,7 +69,13 @@
 
 static u32 sw_nports(const struct softib_switch *sw)
 {
-	return sw->sdev->nports;
+	return sw->sdev->nports + sw->sdev->link_ports;
+}
+
+/* Is switch port "num" a port to another node (the link's)? */
+static bool sw_link_port(const struct softib_switch *sw, u32 num)
+{
+	return num > sw->sdev->nports && num <= sw_nports(sw);
 }
 
 /* Power-up state; the built-in SM's programming is softib_switch_sm(). */
@@ -83,7 +96,7 @@ int softib_switch_init(struct softib_dev *sdev)
 	memset(sw->lft, SW_PORT_NONE, SOFTIB_SW_LFT_CAP);
 	sw->life_psc = 18 << 3;		/* LifeTimeValue as OpenSM sets it */
 	strscpy(sw->node_desc, "softib switch", sizeof(sw->node_desc));
-	for (i = 0; i <= sdev->nports; i++) {
+	for (i = 0; i <= sw_nports(sw); i++) {
 		struct softib_port *p = &sw->ports[i];
 
 		p->sdev = sdev;
@@ -262,6 +275,88 @@ void softib_switch_link(struct softib_dev *sdev, u32 num, bool up)
 	}
 }
 
+/*
+ * The built-in SM's route to another node: its LIDs (its switch's, 32K,
+ * and its "nports" ports', 32K + 1 on) out of link port "num", as an
+ * SM's sweep programs them once the link trained; none out of it when
+ * "node" is 0 (the link is down). Under the built-in SM the data path
+ * goes by the LIDs alone (wire.c): this is for what ibroute and
+ * ibtracert read.
+ */
+static void sw_sm_route_node(struct softib_switch *sw, u32 num, u32 node,
+			     u32 nports)
+{
+	u32 lid, base = node * SOFTIB_NODE_LIDS, top;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sw->lock, flags);
+	top = sw->lft_top;
+	for (lid = 1; lid <= top; lid++)
+		if (sw->lft[lid] == num)
+			WRITE_ONCE(sw->lft[lid], SW_PORT_NONE);
+	if (node) {
+		nports = min_t(u32, nports, SOFTIB_NODE_LIDS - 1);
+		for (lid = base; lid <= base + nports &&
+		     lid < SOFTIB_SW_LFT_CAP; lid++)
+			WRITE_ONCE(sw->lft[lid], num);
+		top = max(top, min_t(u32, base + nports,
+				     SOFTIB_SW_LFT_CAP - 1));
+		WRITE_ONCE(sw->lft_top, top);
+	}
+	spin_unlock_irqrestore(&sw->lock, flags);
+}
+
+/*
+ * The link to the node of link_peers entry "idx" came up (a new session)
+ * or went down: the switch's port to it trains or goes down, as the
+ * cable between two switches does. It carries the link's IB MTU
+ * ("ib_mtu" bytes): an SM reads it in MTUCap, sets NeighborMTU at both
+ * ends and gives paths across the link that MTU. Under the built-in SM,
+ * the other node ("node", with "nports" CA ports) is routed out of it.
+ * Any context; takes only the port's and the switch's locks.
+ */
+void softib_switch_link_port(struct softib_dev *sdev, u32 idx, bool up,
+			     u32 ib_mtu, u32 node, u32 nports)
+{
+	struct softib_port *p;
+	unsigned long flags;
+	u32 num;
+
+	if (!sdev || idx >= sdev->link_ports)
+		return;
+	num = sdev->nports + 1 + idx;
+	p = &sdev->sw.ports[num];
+	if (up) {
+		spin_lock_irqsave(&p->lock, flags);
+		p->mtu_cap = ib_mtu_int_to_enum(ib_mtu);
+		p->neighbor_mtu = p->mtu_cap;
+		spin_unlock_irqrestore(&p->lock, flags);
+	}
+	softib_switch_link(sdev, num, up);
+	if (softib_builtin_sm)
+		sw_sm_route_node(&sdev->sw, num, up ? node : 0, nports);
+}
+
+/*
+ * The node that a packet to "lid" leaves for, by the switch's LFT: the
+ * node at the other end of the link port the entry names, if that link
+ * is up. How the data path finds another node's LIDs under an external
+ * SM, which may give any node any LIDs (wire.c).
+ */
+bool softib_switch_lid_node(struct softib_dev *sdev, u16 lid, u32 *node)
+{
+	struct softib_switch *sw = &sdev->sw;
+	u32 o;
+
+	if (!sdev->link_ports || lid > READ_ONCE(sw->lft_top))
+		return false;
+	o = READ_ONCE(sw->lft[lid]);
+	if (!sw_link_port(sw, o))
+		return false;
+	*node = softib_link_port_node(sdev, o - sdev->nports - 1);
+	return *node != 0;
+}
+
 /* May the cable of switch port "num" train (not disabled at the switch)? */
 bool softib_switch_port_enabled(struct softib_dev *sdev, u32 num)
 {
@@ -357,8 +452,9 @@ static u16 sw_mft(struct softib_switch *sw, const struct ib_smp *in,
 
 /*
  * PortInfo of a switch port: any port 0..N (AttributeModifier), Get and
- * Set. Disabling or enabling an external port takes the cable, and so
- * the CA port at its other end, down or lets it train again.
+ * Set. Disabling or enabling a CA port's switch port takes the cable,
+ * and so the CA port at its other end, down or lets it train again. A
+ * link port's cable is the link's session: it follows that alone.
  */
 static u16 sw_port_info(struct softib_switch *sw, u32 in_port, bool key_ok,
 			const struct ib_smp *in, struct ib_smp *out)
@@ -387,7 +483,7 @@ static u16 sw_port_info(struct softib_switch *sw, u32 in_port, bool key_ok,
 	softib_sma_port_info(p, in_port, key_ok || num, out);
 	spin_unlock_irqrestore(&p->lock, flags);
 
-	if (status || !num)
+	if (status || !num || sw_link_port(sw, num))
 		return status;
 	if (new_phys == IB_PORT_PHYS_STATE_DISABLED) {
 		WRITE_ONCE(p->phys_state, IB_PORT_PHYS_STATE_DISABLED);
@@ -508,7 +604,30 @@ static u16 sw_sma(struct softib_switch *sw, u32 in_port,
 	}
 }
 
-/* Put an SMP into the QP0 of CA port "num", from the permissive LID. */
+static void sw_discard(struct softib_switch *sw, u32 port,
+		       enum softib_sw_drop why)
+{
+	atomic64_inc(&sw->discards[port][why]);
+}
+
+/*
+ * May a packet pass switch port "p"? Data needs it Active; SMPs (VL15)
+ * pass in Init and Armed too, as they must for an SM to bring it up.
+ */
+static bool sw_port_up(struct softib_port *p, bool smp)
+{
+	enum ib_port_state state = READ_ONCE(p->state);
+
+	return state == IB_PORT_ACTIVE ||
+	       (smp && (state == IB_PORT_INIT || state == IB_PORT_ARMED));
+}
+
+/*
+ * Put an SMP out of switch port "num", from the permissive LID: into
+ * the QP0 of the CA port there, or across the link to the switch of the
+ * node at the other end, which takes it in at its port to this node. A
+ * link port that is down (or not up in the SM's sense) discards it.
+ */
 static void sw_xmit(struct softib_switch *sw, u32 num, u16 slid,
 		    const struct ib_smp *smp)
 {
@@ -524,12 +643,24 @@ static void sw_xmit(struct softib_switch *sw, u32 num, u16 slid,
 		.wqe = &out.wqe,
 	};
 
+	u32 node;
+
 	out.wqe.opcode = IB_WR_SEND;
 	out.wqe.length = sizeof(*smp);
 	out.wqe.num_sge = 1;
 	out.wqe.av.dlid = SOFTIB_LID_PERMISSIVE;
 	out.sge.addr = (uintptr_t)smp;
 	out.sge.length = sizeof(*smp);
+	if (sw_link_port(sw, num)) {
+		node = softib_link_port_node(sw->sdev,
+					     num - sw->sdev->nports - 1);
+		if (!node || !sw_port_up(&sw->ports[num], true)) {
+			sw_discard(sw, num, SOFTIB_SW_DROP_PORT_DOWN);
+			return;
+		}
+		softib_wire_send(&pkt, node);
+		return;
+	}
 	softib_deliver_smi(&pkt, softib_port(sw->sdev, num));
 }
 
@@ -575,11 +706,10 @@ static bool sw_dr_forward(struct softib_switch *sw, u32 in, struct ib_smp *smp)
 }
 
 /*
- * A subnet management datagram that reaches the switch: from CA port
- * "in", either directed route (DLID permissive) or LID-routed to the
- * switch's LID; or, "in" 0, LID-routed from another node of the link,
- * which is not a port of this switch (a directed route cannot enter
- * there). Runs in the sender's send engine or the link's rx work.
+ * A subnet management datagram that reaches the switch at port "in": a
+ * CA port's or a link port's (from another node), either directed route
+ * (DLID permissive) or LID-routed to the switch's LID. Runs in the
+ * sender's send engine or the link's rx work.
  */
 void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
 {
@@ -597,19 +727,21 @@ void softib_switch_recv(const struct softib_pkt *pkt, u32 in)
 
 	dr = req->mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
 	if (req->base_version != IB_MGMT_BASE_VERSION ||
-	    (!dr && req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED) ||
-	    (dr && !in))
+	    (!dr && req->mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED))
 		goto out_free;
 	if (dr && !sw_dr_forward(sw, in, req))
 		goto out_free;
 	/*
-	 * From another node (in 0) a Set is taken only from the master SM
-	 * this node elected, at its SM LID: a node that wrongly takes
-	 * itself for master (before its election ran, or on a fabric cut
-	 * in two) must not rewrite this switch's tables.
+	 * Under the built-in SM, a Set from another node is taken only
+	 * from the master SM this node elected, LID-routed from its SM
+	 * LID: a node that wrongly takes itself for master (before its
+	 * election ran, or on a fabric cut in two) must not rewrite this
+	 * switch's tables. An external SM's Sets are the SM's to make (a
+	 * switch's M_Key protects it, as on hardware).
 	 */
-	if (!in && req->method == IB_MGMT_METHOD_SET &&
-	    (pkt->slid != READ_ONCE(sw->ports[0].sm_lid) ||
+	if (softib_builtin_sm && sw_link_port(sw, in) &&
+	    req->method == IB_MGMT_METHOD_SET &&
+	    (dr || pkt->slid != READ_ONCE(sw->ports[0].sm_lid) ||
 	     softib_sm_is_master(pkt->sdev))) {
 		atomic64_inc(&sw->sma_dropped);
 		goto out_free;
@@ -653,22 +785,15 @@ out_free:
  * send engine under rcu_read_lock(), like the rest of the delivery.
  */
 
-static void sw_discard(struct softib_switch *sw, u32 port,
-		       enum softib_sw_drop why)
-{
-	atomic64_inc(&sw->discards[port][why]);
-}
-
 /*
- * May a packet pass switch port "p"? Data needs it Active; SMPs (VL15)
- * pass in Init and Armed too, as they must for an SM to bring it up.
+ * A packet from another node that no port of this one owns: it came in
+ * at link port "in" and goes nowhere (a node does not pass packets on
+ * to a third one: the nodes of a fabric link to each other directly).
  */
-static bool sw_port_up(struct softib_port *p, bool smp)
+void softib_switch_unrouted(struct softib_dev *sdev, u32 in)
 {
-	enum ib_port_state state = READ_ONCE(p->state);
-
-	return state == IB_PORT_ACTIVE ||
-	       (smp && (state == IB_PORT_INIT || state == IB_PORT_ARMED));
+	if (in <= sw_nports(&sdev->sw))
+		sw_discard(&sdev->sw, in, SOFTIB_SW_DROP_UNROUTED);
 }
 
 /*
@@ -823,7 +948,7 @@ int softib_switch_show(struct seq_file *m, struct softib_dev *sdev)
 		   atomic64_read(&sw->sma_dropped),
 		   atomic64_read(&sw->dr_forwarded),
 		   atomic64_read(&sw->dr_discards));
-	for (i = 0; i <= sdev->nports; i++) {
+	for (i = 0; i <= sw_nports(sw); i++) {
 		seq_printf(m, "port %u state %u phys %u enforce 0x%x", i,
 			   READ_ONCE(sw->ports[i].state),
 			   READ_ONCE(sw->ports[i].phys_state),

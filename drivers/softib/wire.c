@@ -26,13 +26,23 @@
 #include "softib.h"
 #include "link.h"
 
-/* the node whose LIDs hold "lid", if that is another node of the link */
+/*
+ * The other node of the link that a packet to "lid" goes to, if any:
+ * under the built-in SM the node whose LIDs hold it (node K has LIDs
+ * 32K + 1 on), under an external SM the node that the switch's LFT
+ * sends it to (switch.c).
+ */
 bool softib_wire_lid_node(struct softib_dev *sdev, u16 lid, u32 *node)
 {
 	u32 k = lid / SOFTIB_NODE_LIDS;
 
-	if (!sdev->link || lid >= SOFTIB_NODE_LIDS * (SOFTIB_NODE_MAX + 1) ||
-	    !k || k == softib_node)
+	if (!sdev->link)
+		return false;
+	/* an external SM gives any LIDs: its LFT knows where they are */
+	if (!softib_builtin_sm)
+		return softib_switch_lid_node(sdev, lid, node);
+	if (lid >= SOFTIB_NODE_LIDS * (SOFTIB_NODE_MAX + 1) || !k ||
+	    k == softib_node)
 		return false;
 	*node = k;
 	return true;
@@ -156,13 +166,15 @@ void softib_wire_send(const struct softib_pkt *pkt, u32 node)
  * A datagram from another node (link.c's rx work): route it here as a
  * packet that came in on a cable. Returns false when it is not one.
  */
-bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb, u8 flags)
+bool softib_wire_recv(struct softib_dev *sdev, struct sk_buff *skb,
+		      u8 flags, u32 link_idx)
 {
 	struct softib_swqe_one w = {};
 	struct softib_pkt pkt = {
 		.sdev = sdev,
 		.wqe = &w.wqe,
 		.from_link = true,
+		.in_port = sdev->nports + 1 + link_idx,
 	};
 	union ib_gid sgid;
 	struct ib_ud_header h;

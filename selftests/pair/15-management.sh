@@ -7,7 +7,8 @@
 # fabric of cables: each node reads the other node's switch (NodeInfo,
 # NodeDescription, SwitchInfo, by LID), its built-in SM (sminfo), its CA
 # port (NodeInfo, PortInfo) and that port's counters (perfquery, the
-# PMA), all LID-routed through the link; a LID of a node that is not on
+# PMA), all LID-routed through the link, and the switch and CA port by
+# directed route through the switches' ports to each other; a LID of a node that is not on
 # the fabric answers nothing and the query fails in its timeout. One SM
 # is master: node 1's (equal priorities, the lower GUID), node 2's is
 # standby, and every port's SM LID is node 1's switch's, 32.
@@ -16,7 +17,7 @@
 source "$(dirname "$0")/../lib.sh"
 
 pair_require
-require_cmd smpquery sminfo perfquery
+require_cmd smpquery sminfo perfquery ibtracert
 
 ME=$(pair_node)
 PEER=$(pair_peer)
@@ -33,7 +34,7 @@ cleanup() {
 }
 defer cleanup
 
-ktap_header 7
+ktap_header 9
 
 modprobe ib_umad && pair_link_load && slowwait 15 pair_link_up
 ktap_result $? "softib on both nodes, linked" || ktap_finish
@@ -49,13 +50,14 @@ check_err $? "smpquery -L nodeinfo $SW_LID: $out"
 smp_expect "$out" NodeType Switch
 smp_expect "$out" Guid "$SW_GUID"
 smp_expect "$out" PortGuid "$SW_GUID"
-smp_expect "$out" LocalPort 0
+smp_expect "$out" LocalPort 3	# the switch's port to this node
 out=$(smpquery -L nodedesc "$SW_LID" 2>&1)
 [[ $out == *"Node Description:"*"softib switch"* ]]
 check_err $? "smpquery -L nodedesc $SW_LID: $out"
 out=$(smpquery -L switchinfo "$SW_LID" 2>&1)
 check_err $? "smpquery -L switchinfo $SW_LID: $out"
-smp_expect "$out" LinearFdbTop $((CA_LID + 1))	# ports 1 and 2
+# its ports 1 and 2 and the other node's LIDs: up to node 2's port 2
+smp_expect "$out" LinearFdbTop 66
 log_test "node $PEER's switch by LID $SW_LID: NodeInfo, NodeDescription, SwitchInfo"
 
 RET=0
@@ -98,6 +100,32 @@ smp_expect "$out" PortSelect 1
 (($(smp_field "$out" PortRcvPkts) > 0))
 (($? == 0)) || check_err 1 "PortRcvPkts of a port that answered SMPs: $out"
 log_test "node $PEER's port 1 counters by perfquery $CA_LID 1"
+
+# Directed routes cross the link, as OpenSM's discovery does: out of
+# port 1, out of this switch's port to the other node (3), there its
+# switch (which it entered at its port 3), then out of its port 1
+RET=0
+out=$(smpquery -D nodeinfo 0,1,3 2>&1)
+check_err $? "smpquery -D nodeinfo 0,1,3: $out"
+smp_expect "$out" NodeType Switch
+smp_expect "$out" Guid "$SW_GUID"
+smp_expect "$out" NumPorts 3	# two CA ports, one to this node
+smp_expect "$out" LocalPort 3
+out=$(smpquery -D portinfo 0,1,3 3 2>&1)
+check_err $? "smpquery -D portinfo 0,1,3 3: $out"
+smp_expect "$out" LinkState Active
+smp_expect "$out" PhysLinkState LinkUp
+out=$(smpquery -D nodeinfo 0,1,3,1 2>&1)
+check_err $? "smpquery -D nodeinfo 0,1,3,1: $out"
+smp_expect "$out" NodeType "Channel Adapter"
+smp_expect "$out" Guid "$NODE_GUID"
+smp_expect "$out" LocalPort 1
+# the route the built-in SM programmed: out of each switch's link port
+out=$(ibtracert $((32 * ME + 1)) "$CA_LID" 2>&1)
+check_err $? "ibtracert $((32 * ME + 1)) $CA_LID: $out"
+[[ $out == *"To ca "*"lid $CA_LID-$CA_LID"* ]]
+check_err $? "ibtracert did not reach LID $CA_LID: $out"
+log_test "node $PEER by directed route across the link: its switch, its port 1; ibtracert"
 
 # Node 5 is not on the fabric: its LIDs lead nowhere, as a LID behind a
 # switch port that is down. The query fails in its own timeout.
