@@ -9,10 +9,11 @@
  * link is too, whatever the network under it does:
  *
  * - every DATA frame is numbered and kept until acknowledged; the
- *   receiver takes only the next one in order (go-back-N) and says in
- *   each ACK how many more it can hold (credits), so a slow receiver
- *   stops the sender instead of dropping; a gap gets a NAK, silence a
- *   retransmission after the RTO;
+ *   receiver delivers in order only and says in each ACK how many more
+ *   it can hold (credits), so a slow receiver stops the sender instead
+ *   of dropping; frames after a gap are kept until it fills, and the
+ *   gap gets a NAK for its missing frame alone; silence gets a
+ *   retransmission of all unacknowledged after the RTO;
  * - every frame carries a keyed BLAKE2s-128 tag. A handshake with fresh
  *   nonces from both ends (HELLO, HELLO_ACK, CONFIRM, all tagged with
  *   the fabric key) derives a key per direction, so a frame from
@@ -21,7 +22,8 @@
  *   Both are dropped and counted, never delivered.
  *
  * Memory per peer is bounded: link_queue frames waiting or in flight
- * and link_rxq received frames waiting for the rx work. See
+ * and link_rxq received frames waiting for the rx work or kept after a
+ * gap. See
  * Documentation/softib.rst, "A fabric across kernels".
  *
  * Copyright (C) 2026 The ipoib-ng authors
@@ -278,7 +280,10 @@ static void softib_link_xmit(struct softib_link_peer *peer,
 	int err;
 
 	if (READ_ONCE(link->fault_blackhole) ||
-	    atomic_add_unless(&link->fault_drop_tx, -1, 0)) {
+	    atomic_add_unless(&link->fault_drop_tx, -1, 0) ||
+	    (atomic_read(&link->fault_drop_data) &&
+	     ((struct softib_link_hdr *)skb->data)->type == SOFTIB_LT_DATA &&
+	     atomic_add_unless(&link->fault_drop_data, -1, 0))) {
 		softib_link_count(link, SOFTIB_LC_FAULT_DROPPED, 1);
 		goto drop;
 	}
@@ -432,6 +437,30 @@ static void softib_link_pump(struct softib_link_peer *peer,
 	}
 }
 
+/*
+ * A NAK from a receiver that kept what came after the gap: only the
+ * oldest unacknowledged frame, "seq", is missing. A copy of it goes
+ * out again, ahead of anything new.
+ */
+static void softib_link_resend(struct softib_link_peer *peer, u32 seq,
+			       struct sk_buff_head *out)
+{
+	struct sk_buff *skb = skb_peek(&peer->txq), *copy;
+
+	lockdep_assert_held(&peer->lock);
+	if (!skb || softib_link_cb(skb)->seq != seq)
+		return;
+	copy = pskb_copy(skb, GFP_ATOMIC);
+	if (!copy)
+		return;		/* the RTO sends it again */
+	softib_link_cb(skb)->resent = true;
+	softib_link_count(peer->link, SOFTIB_LC_RETRANSMITS, 1);
+	__skb_queue_tail(out, copy);
+	peer->last_tx = jiffies;
+	/* its answer needs a round trip: no RTO before that */
+	peer->rto_at = jiffies + peer->rto;
+}
+
 /* Go back: send again from the oldest unacknowledged frame. */
 static void softib_link_rewind(struct softib_link_peer *peer, u32 from)
 {
@@ -476,6 +505,7 @@ static void softib_link_reset(struct softib_link_peer *peer)
 			  skb_queue_len(&peer->txq));
 	__skb_queue_purge(&peer->txq);
 	__skb_queue_purge(&peer->rxq);
+	__skb_queue_purge(&peer->ooq);
 	peer->tx_next = NULL;
 	peer->snd_una = 0;
 	peer->snd_nxt = 0;
@@ -889,7 +919,11 @@ static void softib_link_rx_ack(struct softib_link_peer *peer,
 		peer->was_zero = false;
 	if (h->flags & SOFTIB_LF_NAK) {
 		softib_link_count(link, SOFTIB_LC_RX_NAKS, 1);
-		if (softib_seq_before(ack, peer->snd_nxt))
+		if (!softib_seq_before(ack, peer->snd_nxt))
+			;	/* nothing sent from there yet */
+		else if (h->flags & SOFTIB_LF_KEPT)
+			softib_link_resend(peer, ack, out);
+		else
 			softib_link_rewind(peer, ack);
 	}
 	if (h->flags & SOFTIB_LF_PROBE)
@@ -899,11 +933,58 @@ static void softib_link_rx_ack(struct softib_link_peer *peer,
 		wake_up_all(&peer->wait);
 }
 
-/* A DATA frame: the next in order is queued for the rx work. */
+/*
+ * A DATA frame after a gap: kept in sequence order until the gap fills,
+ * so that a frame the underlay reordered or lost costs one resend, not
+ * the resend of all that followed it. What the receive queue and this
+ * one hold together stays within link_rxq, the credits granted; a frame
+ * beyond that (or a second copy of one kept) is not kept, and the
+ * sender sends it again. Returns true when kept (the queue owns it).
+ */
+static bool softib_link_keep(struct softib_link_peer *peer, u32 seq,
+			     struct sk_buff *skb)
+{
+	struct softib_link *link = peer->link;
+	struct sk_buff *pos;
+	u32 s;
+
+	if (seq - peer->rcv_nxt >= softib_link_rxq ||
+	    skb_queue_len(&peer->rxq) + skb_queue_len(&peer->ooq) >=
+	    softib_link_rxq) {
+		softib_link_count(link, SOFTIB_LC_RX_OOO, 1);
+		return false;
+	}
+	/* from the tail: after a gap, frames mostly arrive in order */
+	skb_queue_reverse_walk(&peer->ooq, pos) {
+		s = softib_link_cb(pos)->seq;
+		if (s == seq) {
+			softib_link_count(link, SOFTIB_LC_RX_DUP, 1);
+			return false;
+		}
+		if (softib_seq_before(s, seq))
+			break;
+	}
+	softib_link_count(link, SOFTIB_LC_RX_OOO, 1);
+	softib_link_cb(skb)->seq = seq;
+	/* it waits: nothing of the stack's stays with it */
+	skb_dst_drop(skb);
+	nf_reset_ct(skb);
+	if (pos == (struct sk_buff *)&peer->ooq)
+		__skb_queue_head(&peer->ooq, skb);
+	else
+		__skb_queue_after(&peer->ooq, pos, skb);
+	return true;
+}
+
+/*
+ * A DATA frame: the next in order is queued for the rx work (*queued),
+ * and so is what was kept after it; a later one is kept (*kept). Either
+ * way the frame is no longer the caller's.
+ */
 static void softib_link_rx_data(struct softib_link_peer *peer,
 				const struct softib_link_hdr *h,
 				struct sk_buff *skb, struct sk_buff_head *out,
-				bool *queued)
+				bool *queued, bool *kept)
 {
 	struct softib_link *link = peer->link;
 	u32 seq = be32_to_cpu(h->seq);
@@ -913,17 +994,23 @@ static void softib_link_rx_data(struct softib_link_peer *peer,
 			/* a duplicate or a replay: it was delivered already */
 			softib_link_count(link, SOFTIB_LC_RX_DUP, 1);
 			softib_link_queue_ack(peer, 0, out);
-		} else {
-			/* a gap: ask once per gap for a resend from rcv_nxt */
-			softib_link_count(link, SOFTIB_LC_RX_OOO, 1);
-			if (peer->nak_for != peer->rcv_nxt + 1) {
-				peer->nak_for = peer->rcv_nxt + 1;
-				softib_link_queue_ack(peer, SOFTIB_LF_NAK, out);
-			}
+			return;
+		}
+		*kept = softib_link_keep(peer, seq, skb);
+		/*
+		 * A gap: ask once per gap for a resend of rcv_nxt alone,
+		 * or of all from there if this frame could not be kept
+		 * (only a sender beyond its credits gets there)
+		 */
+		if (peer->nak_for != peer->rcv_nxt + 1) {
+			peer->nak_for = peer->rcv_nxt + 1;
+			softib_link_queue_ack(peer, SOFTIB_LF_NAK |
+					      (*kept ? SOFTIB_LF_KEPT : 0), out);
 		}
 		return;
 	}
-	if (skb_queue_len(&peer->rxq) >= softib_link_rxq) {
+	if (skb_queue_len(&peer->rxq) + skb_queue_len(&peer->ooq) >=
+	    softib_link_rxq) {
 		/* beyond the credits we gave: the sender sends it again */
 		softib_link_count(link, SOFTIB_LC_RX_OVER_WINDOW, 1);
 		softib_link_queue_ack(peer, 0, out);
@@ -934,10 +1021,25 @@ static void softib_link_rx_data(struct softib_link_peer *peer,
 	skb_dst_drop(skb);
 	nf_reset_ct(skb);
 	__skb_queue_tail(&peer->rxq, skb);
-	peer->rx_peak = max(peer->rx_peak, skb_queue_len(&peer->rxq));
 	*queued = true;
-	if (++peer->ack_due >= SOFTIB_LINK_ACK_EVERY)
+	peer->ack_due++;
+	/* the gap filled: what was kept after it follows, up to the next */
+	while ((skb = skb_peek(&peer->ooq)) &&
+	       softib_link_cb(skb)->seq == peer->rcv_nxt) {
+		__skb_unlink(skb, &peer->ooq);
+		__skb_queue_tail(&peer->rxq, skb);
+		peer->rcv_nxt++;
+		peer->ack_due++;
+	}
+	peer->rx_peak = max(peer->rx_peak, skb_queue_len(&peer->rxq));
+	if (!skb_queue_empty(&peer->ooq) && peer->nak_for != peer->rcv_nxt + 1) {
+		/* another gap behind it */
+		peer->nak_for = peer->rcv_nxt + 1;
+		softib_link_queue_ack(peer, SOFTIB_LF_NAK | SOFTIB_LF_KEPT,
+				      out);
+	} else if (peer->ack_due >= SOFTIB_LINK_ACK_EVERY) {
 		softib_link_queue_ack(peer, 0, out);
+	}
 }
 
 static struct softib_link_peer *softib_link_peer_by_addr(struct softib_link *link,
@@ -952,8 +1054,8 @@ static struct softib_link_peer *softib_link_peer_by_addr(struct softib_link *lin
 }
 
 /*
- * One received frame, in softirq context. Returns true when the frame
- * was queued for the rx work (which then owns it).
+ * One received frame, in softirq context. Returns true when the link
+ * took the frame: queued for the rx work, or kept after a gap.
  */
 static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 			       __be32 saddr)
@@ -961,7 +1063,7 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 	struct softib_link_peer *peer;
 	struct softib_link_hdr h;
 	u8 tag[BLAKE2S_128_HASH_SIZE];
-	bool queued = false;
+	bool queued = false, kept = false;
 	unsigned int len;
 	const u8 *key;
 
@@ -1030,7 +1132,8 @@ static bool softib_link_rx_one(struct softib_link *link, struct sk_buff *skb,
 		}
 		softib_link_cb(skb)->proto = h.proto;
 		softib_link_cb(skb)->flags = h.flags;
-		softib_link_rx_data(peer, &h, skb, &peer->xmitq, &queued);
+		softib_link_rx_data(peer, &h, skb, &peer->xmitq, &queued,
+				    &kept);
 		break;
 	case SOFTIB_LT_ACK:
 		softib_link_rx_ack(peer, &h, &peer->xmitq);
@@ -1044,7 +1147,7 @@ unlock:
 	if (queued)
 		queue_work(link->sdev->wq, &peer->rx_work);
 	softib_link_kick(peer);
-	return queued;
+	return queued || kept;
 }
 
 /* The UDP socket's receive hook: skb->data is at the UDP header. */
@@ -1611,7 +1714,8 @@ static const struct file_operations softib_link_echo_fops = {
 };
 
 /*
- * fabric/fault: "drop_tx N", "drop_rx N", "bad_mac N" (the next N frames
+ * fabric/fault: "drop_tx N", "drop_rx N", "drop_data N" (the next N DATA
+ * frames sent are lost), "bad_mac N" (the next N frames
  * sent leave with a broken tag), "replay N" (the next N frames received
  * are received twice), "stale N" (N probes with a wrong session id),
  * "blackhole 0|1", "rx_stall_ms MS" (the rx work delivers nothing for
@@ -1638,6 +1742,8 @@ static ssize_t softib_link_fault_write(struct file *file,
 		return -EINVAL;
 	if (!strcmp(what, "drop_tx")) {
 		atomic_set(&link->fault_drop_tx, n);
+	} else if (!strcmp(what, "drop_data")) {
+		atomic_set(&link->fault_drop_data, n);
 	} else if (!strcmp(what, "drop_rx")) {
 		atomic_set(&link->fault_drop_rx, n);
 	} else if (!strcmp(what, "bad_mac")) {
@@ -1936,6 +2042,7 @@ int softib_link_start(struct softib_dev *sdev, struct softib_link *link)
 		spin_lock_init(&peer->lock);
 		skb_queue_head_init(&peer->txq);
 		skb_queue_head_init(&peer->rxq);
+		skb_queue_head_init(&peer->ooq);
 		skb_queue_head_init(&peer->xmitq);
 		peer->stall_until = jiffies;
 		peer->hs_retry = SOFTIB_LINK_HS_RETRY;

@@ -51,6 +51,12 @@ enum softib_link_type {
 
 #define SOFTIB_LF_NAK		0x01	/* ACK: resend from "ack" on */
 #define SOFTIB_LF_PROBE		0x02	/* ACK: answer with an ACK now */
+/*
+ * NAK: the receiver keeps the frames after the gap, so "ack" alone is
+ * missing; a sender that does not know the flag goes back to "ack" all
+ * the same (correct, only slower)
+ */
+#define SOFTIB_LF_KEPT		0x08
 /* IB DATA: the sender asked for IB_SEND_IP_CSUM, still to be filled */
 #define SOFTIB_LF_CSUM		0x04
 
@@ -203,6 +209,8 @@ struct softib_link_peer {
 	bool xmitting;
 	/* receiver */
 	struct sk_buff_head rxq;
+	/* frames after a gap, in sequence order, until it fills */
+	struct sk_buff_head ooq;
 	u32 rcv_nxt;
 	u32 nak_for;			/* rcv_nxt we sent a NAK for, +1 */
 	u32 ack_due;
@@ -234,7 +242,7 @@ struct softib_link {
 	u32 npeers;
 	struct softib_link_peer peers[SOFTIB_LINK_PEERS_MAX];
 	/* debugfs fabric/fault */
-	atomic_t fault_drop_tx, fault_drop_rx, fault_bad_mac;
+	atomic_t fault_drop_tx, fault_drop_rx, fault_drop_data, fault_bad_mac;
 	atomic_t fault_replay, fault_stale;
 	bool fault_blackhole;
 	struct mutex echo_lock;		/* one fabric/echo at a time */

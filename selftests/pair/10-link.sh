@@ -5,7 +5,8 @@
 # The softib link between two kernels (link=, node=, fabric_key=): each
 # node has its own GUIDs and LIDs; frames arrive whole and in order both
 # ways at once, also when the underlay loses, duplicates and reorders
-# them (netem) and when the receiver stalls (credits, no drops); frames
+# them (netem) and when the receiver stalls (credits, no drops); a lost
+# frame is sent again alone, the frames after it kept; frames
 # replayed, of a stale session, with a broken tag, from an unknown
 # address or under another key are dropped and counted, never delivered;
 # a node that goes silent is declared down and comes back.
@@ -61,7 +62,7 @@ cleanup() {
 }
 defer cleanup
 
-ktap_header 10
+ktap_header 11
 
 pair_link_load && slowwait 15 pair_link_up
 ktap_result $? "both nodes load softib with the link; it comes up" || ktap_finish
@@ -146,6 +147,40 @@ pair_link_up
 check_err $? "the link went down"
 pair_barrier replay-checked
 log_test "replayed frames are dropped and counted, never delivered twice"
+
+# node 2's first DATA frame of 200 is lost on the way: node 1 keeps the
+# frames after the gap, its NAK says so, and node 2 sends the lost frame
+# alone (one retransmission; going back would resend at least the frame
+# after it too). All 200 arrive in order, none twice. Only node 2's RTO,
+# which sends all that is unacknowledged again, may resend more.
+RET=0
+ok0=$(pair_fab echo_ok)
+dup0=$(pair_fab rx_dup)
+ooo0=$(pair_fab rx_ooo)
+rto0=$(pair_fab rto_expired)
+rt0=$(pair_fab retransmits)
+naks0=$(pair_fab tx_naks)
+pair_barrier keep-base
+if ((ME == 2)); then
+	echo "drop_data 1" >"$FAB/fault" && echo "200 512" >"$FAB/echo"
+	check_err $? "echo with a lost frame"
+	pair_barrier keep-got
+	rto=$(($(pair_fab rto_expired) - rto0))
+	pair_put keep-rto "$rto"
+	(($(pair_fab retransmits) == rt0 + 1 || rto > 0)) ||
+		check_err 1 "not the lost frame alone: retransmits $rt0 -> $(pair_fab retransmits), no RTO"
+else
+	echo_got "$ok0" 200
+	(($? == 0)) || check_err 1 "echo_ok $ok0 -> $(pair_fab echo_ok) (want +200), echo_bad $(pair_fab echo_bad)"
+	(($(pair_fab rx_ooo) > ooo0 && $(pair_fab tx_naks) > naks0)) ||
+		check_err 1 "no gap seen: rx_ooo $ooo0 -> $(pair_fab rx_ooo), tx_naks $naks0 -> $(pair_fab tx_naks)"
+	pair_barrier keep-got
+	rto=$(pair_get keep-rto)
+	(($(pair_fab rx_dup) == dup0 || rto > 0)) ||
+		check_err 1 "frames after the gap came twice without an RTO: rx_dup $dup0 -> $(pair_fab rx_dup)"
+fi
+pair_barrier keep-checked
+log_test "a lost frame: the frames after it kept, it alone sent again"
 
 # node 2 sends 5 probes with a stale session id, then 5 frames with a
 # broken tag (they would take the broken tags too in the other order)
