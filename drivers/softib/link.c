@@ -1986,6 +1986,13 @@ static int softib_link_netdev_event(struct notifier_block *nb,
 		return NOTIFY_DONE;
 	switch (event) {
 	case NETDEV_UNREGISTER:
+		/*
+		 * softib_link_stop()'s unregister_netdevice_notifier() replays
+		 * an UNREGISTER for every device that is still registered:
+		 * only one that is going away is news
+		 */
+		if (dev->reg_state != NETREG_UNREGISTERING)
+			break;
 		pr_warn("link: %s went away: no link to the other nodes until softib is loaded again\n",
 			link->ifname);
 		break;

@@ -9,7 +9,8 @@
 # errno and one log line naming the fix, leaving nothing loaded; the key
 # is never readable; a link that reaches itself refuses its own
 # handshake (same node), says when its interface's MTU shrinks below
-# what the IB MTU needs, and unloads cleanly. The link between two
+# what the IB MTU needs, and unloads cleanly; the link's interface
+# deleted under it is logged, an unload is not. The link between two
 # kernels is tested in selftests/pair/.
 
 source "$(dirname "$0")/../lib.sh"
@@ -141,6 +142,33 @@ if softib_case "a link to itself: the handshake refused (same node); MTU shrink 
 	unload_softib
 	check_err $? "unload"
 	log_test "a link to itself: the handshake refused (same node); MTU shrink logged"
+fi
+
+if softib_case "the link's interface deleted: logged; nothing logged when softib unloads"; then
+	RET=0
+	modprobe dummy && ip link add sib-gone type dummy &&
+		ip link set sib-gone mtu 9000 up
+	check_err $? "no dummy interface"
+	load_softib link=sib-gone node=1 link_peers=10.98.0.2 fabric_key=$KEY
+	check_err $? "load with a link on sib-gone"
+	dmesg -C
+	ip link del sib-gone
+	dmesg | grep -q "softib: link: sib-gone went away: no link to the other nodes until softib is loaded again"
+	check_err $? "no log line for the deleted interface: $(dmesg | grep softib: | tail -n 2)"
+	unload_softib
+	check_err $? "unload"
+	# unloading replays an unregister for every interface: not news
+	modprobe dummy && ip link add sib-stays type dummy && ip link set sib-stays up
+	load_softib link=sib-stays node=1 link_peers=10.98.0.2 fabric_key=$KEY
+	check_err $? "load with a link on sib-stays"
+	dmesg -C
+	unload_softib
+	check_err $? "unload"
+	out=$(dmesg | grep "went away")
+	[[ -z $out ]]
+	check_err $? "unloading softib logged: $out"
+	ip link del sib-stays
+	log_test "the link's interface deleted: logged; nothing logged when softib unloads"
 fi
 
 if softib_case "node= and the link's parameters in modinfo"; then
