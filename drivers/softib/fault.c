@@ -17,6 +17,8 @@
  *                 RNR NAKed, with the longest NAK timer (655 ms, the
  *                 CM's default), until the QP is reset or destroyed.
  *                 Senders retry as their rnr_retry says (7: for ever).
+ *  rnr_clear      (write a QPN) the RC QP's receiver takes messages again
+ *                 after rnr_stuck: a receiver that was slow, not dead.
  *  qp_fatal       (write a QPN) a local catastrophic error of the QP:
  *                 it goes to ERR with IB_EVENT_QP_FATAL (then, on an
  *                 SRQ, IB_EVENT_QP_LAST_WQE_REACHED), no error completion.
@@ -167,6 +169,19 @@ static int softib_fault_rnr_stuck_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_rnr_stuck_fops, NULL,
 			 softib_fault_rnr_stuck_set, "%llu\n");
 
+static void softib_fault_rnr_clear(struct softib_qp *qp)
+{
+	WRITE_ONCE(qp->rnr_stuck, false);
+}
+
+static int softib_fault_rnr_clear_set(void *data, u64 val)
+{
+	return softib_fault_on_qp(data, val, "rnr_clear",
+				  softib_fault_rnr_clear);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(softib_fault_rnr_clear_fops, NULL,
+			 softib_fault_rnr_clear_set, "%llu\n");
+
 static int softib_fault_post_srq_get(void *data, u64 *val)
 {
 	struct softib_dev *sdev = data;
@@ -250,6 +265,8 @@ void softib_fault_init(struct softib_dev *sdev)
 				   &softib_fault_stall_sends_fops);
 	debugfs_create_file_unsafe("rnr_stuck", 0200, dir, sdev,
 				   &softib_fault_rnr_stuck_fops);
+	debugfs_create_file_unsafe("rnr_clear", 0200, dir, sdev,
+				   &softib_fault_rnr_clear_fops);
 	debugfs_create_file_unsafe("fail_post_srq", 0644, dir, sdev,
 				   &softib_fault_post_srq_fops);
 	debugfs_create_file_unsafe("fail_create_qp", 0644, dir, sdev,

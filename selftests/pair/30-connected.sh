@@ -55,7 +55,7 @@ ipoib_up() {
 		ip link set ib0 up && slowwait 30 ipoib_lower_up "" ib0
 }
 
-ktap_header 17
+ktap_header 19
 
 modprobe ib_cm && linked_softib
 ktap_result $? "softib on both nodes, linked" || ktap_finish
@@ -139,6 +139,50 @@ arrangement() {
 	fi
 	((RET)) && rc_diag
 	log_test "$1 -> $2: a remote access error NAKed across the link, then connected again"
+
+	# A receiver that falls behind: node 2's RC QPs answer every message
+	# with an RNR NAK (fault/rnr_stuck), until they take messages again
+	# (fault/rnr_clear). The NAKs cross the link, and node 1's requester
+	# retries as its connection's rnr_retry says: ours gives up after
+	# its clamp and goes on over UD until it connects again; in-tree,
+	# asked by ours for unlimited retries, waits; asked by in-tree for
+	# none, its connection fails and it connects again. Pings go on
+	# once node 2 takes messages.
+	RET=0
+	pair_barrier "rnr-$tag"
+	rnr0=$(pair_fab rc_tx_rnr)
+	((ME == 1)) && rnr0=$(pair_fab rc_rx_rnr)
+	if ((ME == 2)); then
+		qpns=$(rc_qpns 1)
+		[[ -n $qpns ]]
+		check_err $? "no RC QP on node 2"
+		for q in $qpns; do
+			echo "$q" >"$SOFTIB_DBG/fault/rnr_stuck"
+		done
+	fi
+	pair_barrier "rnr-armed-$tag"
+	if ((ME == 1)); then
+		ping -c 1 -W 2 -s 30000 "$b" >/dev/null
+		slowwait 10 stat_cmp "$FAB/stats" rc_rx_rnr -gt "$rnr0"
+		check_err $? "no RNR NAK came: rc_rx_rnr $rnr0 -> $(pair_fab rc_rx_rnr)"
+	fi
+	pair_barrier "rnr-seen-$tag"
+	if ((ME == 2)); then
+		# a QP its driver destroyed meanwhile is gone: nothing to clear
+		for q in $qpns; do
+			echo "$q" >"$SOFTIB_DBG/fault/rnr_clear" 2>/dev/null
+		done
+		(($(pair_fab rc_tx_rnr) > rnr0)) ||
+			check_err 1 "no RNR NAK sent: rc_tx_rnr $rnr0 -> $(pair_fab rc_tx_rnr)"
+	fi
+	pair_barrier "rnr-cleared-$tag"
+	if ((ME == 1)); then
+		slowwait 30 ping -c 1 -W 2 -s 30000 "$b" >/dev/null
+		check_err $? "no ping once node 2 takes messages again"
+	fi
+	pair_barrier "rnr-done-$tag"
+	((RET)) && rc_diag
+	log_test "$1 -> $2: RNR NAKs across the link while node 2's receiver is stuck, pings after"
 
 	# a P_Key child in a container's netns on each node (ipoib-cni)
 	RET=0
